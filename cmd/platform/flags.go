@@ -1,0 +1,75 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// options are the command line of CONTRACT.md; every flag also reads an
+// environment variable, and the flag wins when both are set.
+type options struct {
+	data           string
+	apiAddr        string
+	httpAddr       string
+	httpsAddr      string
+	adminAddr      string
+	appsDomain     string
+	geoip          string
+	trustedProxies string
+	bootstrapKey   string
+	ownerEmail     string
+	plan           string
+	controlplane   string
+	edgeToken      string
+	logLevel       string
+}
+
+type flagDef struct {
+	name, env, def, usage string
+	dst                   *string
+}
+
+func (o *options) defs() []flagDef {
+	return []flagDef{
+		{"data", "PLATFORM_DATA", "./data", "everything the process stores", &o.data},
+		{"api-addr", "PLATFORM_API_ADDR", "127.0.0.1:7070", "control-plane REST API (/api/...)", &o.apiAddr},
+		{"http-addr", "PLATFORM_HTTP_ADDR", ":8000", "edge plain HTTP: redirects to HTTPS", &o.httpAddr},
+		{"https-addr", "PLATFORM_HTTPS_ADDR", ":8443", "edge HTTPS over TCP, and HTTP/3 over UDP on the same port", &o.httpsAddr},
+		{"admin-addr", "PLATFORM_ADMIN_ADDR", "127.0.0.1:9090", "/healthz, /readyz, /metrics", &o.adminAddr},
+		{"apps-domain", "PLATFORM_APPS_DOMAIN", "localhost", "a project answers at https://<slug>.DOMAIN", &o.appsDomain},
+		{"geoip", "PLATFORM_GEOIP", "", "country database (MMDB); default DIR/geo/country.mmdb", &o.geoip},
+		{"trusted-proxies", "PLATFORM_TRUSTED_PROXIES", "", "comma-separated CIDRs whose X-Forwarded-For names the client", &o.trustedProxies},
+		{"bootstrap-key", "PLATFORM_BOOTSTRAP_KEY", "", "the first owner's full-access key, on an empty data dir (generated and printed once when empty)", &o.bootstrapKey},
+		{"owner-email", "PLATFORM_OWNER_EMAIL", "owner@example.com", "the first owner's e-mail, on an empty data dir", &o.ownerEmail},
+		{"plan", "PLATFORM_PLAN", "hobby", "the first workspace's plan: hobby, pro, team, scale or enterprise", &o.plan},
+		{"controlplane", "PLATFORM_CONTROLPLANE", "", "for platform edge: where to pull configuration", &o.controlplane},
+		{"edge-token", "PLATFORM_EDGE_TOKEN", "", "for platform edge: its credential", &o.edgeToken},
+		{"log-level", "PLATFORM_LOG_LEVEL", "info", "debug, info, warn or error", &o.logLevel},
+	}
+}
+
+// parse reads args and the environment.
+func (o *options) parse(cmd string, args []string) error {
+	fs := flag.NewFlagSet("platform "+cmd, flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	defs := o.defs()
+	for _, d := range defs {
+		def := d.def
+		if v, ok := os.LookupEnv(d.env); ok {
+			def = v
+		}
+		fs.StringVar(d.dst, d.name, def, d.usage+" (env "+d.env+")")
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.geoip == "" {
+		o.geoip = strings.TrimRight(o.data, "/") + "/geo/country.mmdb"
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+// Command platform runs the hosting platform: `platform serve` (control plane,
+// edge and workers in one process), `platform controlplane` and `platform edge`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `usage: platform <command> [flags]
+
+commands:
+  serve          control plane + edge + background workers in one process
+  controlplane   control plane + workers only
+
+Run "platform <command> -h" for the flags.`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	cmd := os.Args[1]
+	var o options
+	switch cmd {
+	case "serve", "controlplane":
+	case "-h", "--help", "help":
+		fmt.Println(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "platform: unknown command %q\n%s\n", cmd, usage)
+		os.Exit(2)
+	}
+	if err := o.parse(cmd, os.Args[2:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "platform %s: %v\n", cmd, err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := newLogger(o.logLevel)
+	if err := run(ctx, cmd, o, logger); err != nil {
+		fmt.Fprintf(os.Stderr, "platform %s: %v\n", cmd, err)
+		os.Exit(1)
+	}
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}

@@ -1,0 +1,252 @@
+package accounts
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/controlplane/audit"
+	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/store"
+)
+
+// Key is an API key as listings show it; the secret is never here.
+type Key struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"`
+	Kind       string     `json:"kind"`   // full, project or read_only
+	Access     string     `json:"access"` // full or read_only
+	ProjectID  string     `json:"projectId,omitempty"`
+	MemberID   string     `json:"memberId"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	ExpiresAt  *time.Time `json:"expiresAt"`
+	LastUsedAt *time.Time `json:"lastUsedAt"`
+	RevokedAt  *time.Time `json:"revokedAt"`
+}
+
+func optTime(s string) *time.Time {
+	if s == "" {
+		return nil
+	}
+	t := store.ParseTime(s)
+	return &t
+}
+
+func kindOf(access, project string) string {
+	switch {
+	case access == "read_only":
+		return "read_only"
+	case project != "":
+		return "project"
+	}
+	return "full"
+}
+
+var errBadCredentials = api.E(api.KindUnauthenticated, "invalid_credentials", "invalid, expired or revoked API key")
+
+// Authenticate implements api.Authenticator: a bearer API key, or the
+// dashboard session cookie (unsafe methods then also need the X-CSRF-Token
+// header given at sign-in).
+func (s *Service) Authenticate(r *http.Request) (*auth.Principal, error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, token, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+			return nil, api.E(api.KindUnauthenticated, "invalid_credentials", "Authorization must be Bearer <API key>")
+		}
+		return s.authenticateKey(r.Context(), strings.TrimSpace(token))
+	}
+	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		return s.authenticateSession(r, c.Value)
+	}
+	return nil, nil
+}
+
+func (s *Service) authenticateKey(ctx context.Context, token string) (*auth.Principal, error) {
+	if len(token) > 512 {
+		return nil, errBadCredentials
+	}
+	hash := auth.HashSecret(token)
+	var p auth.Principal
+	var stored []byte
+	var access, expires, revoked, role string
+	err := s.db.QueryRowContext(ctx, `SELECT k.id, k.workspace_id, k.member_id, k.public_id, k.secret_hash, k.access, k.project_id,
+			k.expires_at, k.revoked_at, m.role
+		FROM api_keys k JOIN members m ON m.id = k.member_id WHERE k.secret_hash = ?`, hash).
+		Scan(&p.KeyID, &p.WorkspaceID, &p.MemberID, &p.KeyPrefix, &stored, &access, &p.ProjectID, &expires, &revoked, &role)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errBadCredentials
+	}
+	if err != nil {
+		return nil, fmt.Errorf("accounts: authenticate: %w", err)
+	}
+	now := s.clock.Now()
+	if !auth.SecretMatches(token, stored) || revoked != "" || (expires != "" && !now.Before(store.ParseTime(expires))) {
+		return nil, errBadCredentials
+	}
+	p.Role, _ = auth.ParseRole(role)
+	p.ReadOnly = access == "read_only"
+	s.touch(ctx, p.KeyID, now)
+	return &p, nil
+}
+
+// touch records a key's last use, at most once a minute per key.
+func (s *Service) touch(ctx context.Context, keyID string, now time.Time) {
+	s.mu.Lock()
+	last, ok := s.lastUsed[keyID]
+	if ok && now.Sub(last) < lastUsedEvery {
+		s.mu.Unlock()
+		return
+	}
+	s.lastUsed[keyID] = now
+	s.mu.Unlock()
+	if _, err := s.db.ExecContext(ctx, `UPDATE api_keys SET last_used_at = ? WHERE id = ?`, store.FormatTime(now), keyID); err != nil {
+		s.log.Warn("key last use not recorded", "key", keyID, "err", err)
+	}
+}
+
+// CreateKeyRequest is the body of POST /api/keys.
+type CreateKeyRequest struct {
+	// Name describes what the key is for.
+	Name string `json:"name"`
+	// Access is full (default) or read_only.
+	Access string `json:"access,omitempty"`
+	// ProjectID limits the key to one project.
+	ProjectID string `json:"projectId,omitempty"`
+	// ExpiresInDays makes the key expire (1 to 3650); omitted never expires.
+	ExpiresInDays int `json:"expiresInDays,omitempty"`
+}
+
+// CreatedKey is the answer of POST /api/keys: the only time the secret is shown.
+type CreatedKey struct {
+	Key    Key    `json:"key"`
+	Secret string `json:"secret"`
+	Note   string `json:"note"`
+}
+
+// ProjectChecker tells whether a project exists in a workspace.
+type ProjectChecker func(ctx context.Context, workspace, project string) (bool, error)
+
+// CreateKey makes a key for the calling member. It never carries more than
+// the caller: a read-only caller makes read-only keys, a project key cannot
+// make keys at all (the permission table refuses it).
+func (s *Service) CreateKey(ctx context.Context, p *auth.Principal, req CreateKeyRequest, projectExists ProjectChecker) (CreatedKey, error) {
+	req.Name = strings.TrimSpace(req.Name)
+	if req.Name == "" || len(req.Name) > 100 {
+		return CreatedKey{}, api.Invalid("name is required, at most 100 characters")
+	}
+	switch req.Access {
+	case "":
+		req.Access = "full"
+	case "full", "read_only":
+	default:
+		return CreatedKey{}, api.Invalid("access must be full or read_only")
+	}
+	if p.ReadOnly && req.Access == "full" {
+		return CreatedKey{}, api.Forbidden("read_only_key", "a read-only key can only create read-only keys")
+	}
+	if req.ExpiresInDays < 0 || req.ExpiresInDays > 3650 {
+		return CreatedKey{}, api.Invalid("expiresInDays must be 1 to 3650")
+	}
+	if req.ProjectID != "" {
+		ok, err := projectExists(ctx, p.WorkspaceID, req.ProjectID)
+		if err != nil {
+			return CreatedKey{}, err
+		}
+		if !ok {
+			return CreatedKey{}, api.Invalid("projectId %q is not a project of this workspace", req.ProjectID)
+		}
+	}
+	now := s.clock.Now()
+	secret, prefix, hash := auth.NewKey()
+	k := Key{ID: store.NewID("key"), Name: req.Name, Prefix: prefix, Access: req.Access, ProjectID: req.ProjectID,
+		MemberID: p.MemberID, CreatedAt: now, Kind: kindOf(req.Access, req.ProjectID)}
+	expires := ""
+	if req.ExpiresInDays > 0 {
+		t := now.Add(time.Duration(req.ExpiresInDays) * 24 * time.Hour)
+		k.ExpiresAt, expires = &t, store.FormatTime(t)
+	}
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM api_keys WHERE workspace_id = ? AND revoked_at = ''`, p.WorkspaceID).Scan(&n); err != nil {
+			return err
+		}
+		if n >= MaxKeysPerWorkspace {
+			return api.E(api.KindConflict, "key_limit", "a workspace holds at most %d active keys; revoke some first", MaxKeysPerWorkspace)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO api_keys(id, workspace_id, member_id, name, public_id, secret_hash, access, project_id, created_at, expires_at)
+			VALUES (?,?,?,?,?,?,?,?,?,?)`, k.ID, p.WorkspaceID, p.MemberID, k.Name, prefix, hash, k.Access, k.ProjectID, store.FormatTime(now), expires); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, tx, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "key.create", Category: audit.CategoryKey,
+			TargetType: "key", TargetID: k.ID, ProjectID: k.ProjectID, Summary: fmt.Sprintf("created %s key %s (%s)", k.Kind, prefix, k.Name)})
+	})
+	if err != nil {
+		return CreatedKey{}, err
+	}
+	return CreatedKey{Key: k, Secret: secret, Note: "Store this key now: it is shown only once."}, nil
+}
+
+// ListKeys returns the caller's keys, or every key of the workspace for admins.
+func (s *Service) ListKeys(ctx context.Context, p *auth.Principal) ([]Key, error) {
+	q := `SELECT id, name, public_id, access, project_id, member_id, created_at, expires_at, last_used_at, revoked_at
+		FROM api_keys WHERE workspace_id = ? AND ephemeral = 0`
+	args := []any{p.WorkspaceID}
+	if p.Role < auth.Admin {
+		q += ` AND member_id = ?`
+		args = append(args, p.MemberID)
+	}
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_at DESC`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("accounts: list keys: %w", err)
+	}
+	defer rows.Close()
+	keys := []Key{}
+	for rows.Next() {
+		var k Key
+		var created, expires, used, revoked string
+		if err := rows.Scan(&k.ID, &k.Name, &k.Prefix, &k.Access, &k.ProjectID, &k.MemberID, &created, &expires, &used, &revoked); err != nil {
+			return nil, fmt.Errorf("accounts: list keys: %w", err)
+		}
+		k.CreatedAt, k.ExpiresAt, k.LastUsedAt, k.RevokedAt = store.ParseTime(created), optTime(expires), optTime(used), optTime(revoked)
+		k.Kind = kindOf(k.Access, k.ProjectID)
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
+}
+
+// RevokeKey revokes key id: the caller's own, or any key for admins.
+// Revoking an already revoked key succeeds and changes nothing.
+func (s *Service) RevokeKey(ctx context.Context, p *auth.Principal, id string) (Key, error) {
+	var k Key
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		var created, expires, used, revoked string
+		err := tx.QueryRowContext(ctx, `SELECT id, name, public_id, access, project_id, member_id, created_at, expires_at, last_used_at, revoked_at
+			FROM api_keys WHERE id = ? AND workspace_id = ? AND ephemeral = 0`, id, p.WorkspaceID).
+			Scan(&k.ID, &k.Name, &k.Prefix, &k.Access, &k.ProjectID, &k.MemberID, &created, &expires, &used, &revoked)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && p.Role < auth.Admin && k.MemberID != p.MemberID) {
+			return api.NotFound("key")
+		}
+		if err != nil {
+			return err
+		}
+		k.CreatedAt, k.ExpiresAt, k.LastUsedAt, k.RevokedAt = store.ParseTime(created), optTime(expires), optTime(used), optTime(revoked)
+		k.Kind = kindOf(k.Access, k.ProjectID)
+		if revoked != "" {
+			return nil
+		}
+		now := s.clock.Now()
+		k.RevokedAt = &now
+		if _, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE id = ?`, store.FormatTime(now), id); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, tx, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "key.revoke", Category: audit.CategoryKey,
+			TargetType: "key", TargetID: id, Summary: "revoked key " + k.Prefix})
+	})
+	return k, err
+}

@@ -1,0 +1,299 @@
+package accounts
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/controlplane/audit"
+	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/passhash"
+)
+
+// SignInRequest is the body of POST /api/session.
+type SignInRequest struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+	// Code is the current TOTP code, required once two-factor is on.
+	Code string `json:"code,omitempty"`
+	// WorkspaceID picks the workspace when the e-mail belongs to several.
+	WorkspaceID string `json:"workspaceId,omitempty"`
+}
+
+// SignedIn is the answer of a sign-in. The session token travels in the
+// HttpOnly cookie; CSRFToken must accompany every unsafe request the
+// dashboard makes with that cookie (header X-CSRF-Token).
+type SignedIn struct {
+	Member       Member    `json:"member"`
+	WorkspaceID  string    `json:"workspaceId"`
+	ExpiresAt    time.Time `json:"expiresAt"`
+	CSRFToken    string    `json:"csrfToken"`
+	SecondFactor bool      `json:"secondFactor"`
+	token        string
+}
+
+var errSignIn = api.E(api.KindUnauthenticated, "invalid_credentials", "wrong e-mail, password or code")
+
+// SignIn checks a member's password (and TOTP code when enabled) and opens a
+// dashboard session. Failures are throttled per e-mail and per client address.
+func (s *Service) SignIn(ctx context.Context, req SignInRequest, clientAddr string) (SignedIn, error) {
+	now := s.clock.Now()
+	email := strings.ToLower(strings.TrimSpace(req.Email))
+	for _, k := range []string{"email:" + email, "addr:" + clientAddr} {
+		if wait := s.signIns.wait(k, now); wait > 0 {
+			e := api.E(api.KindRateLimited, "too_many_attempts", "too many failed sign-ins; try again in %d seconds", int(wait.Seconds())+1)
+			e.RetryAfter = int(wait.Seconds()) + 1
+			return SignedIn{}, e
+		}
+	}
+	fail := func() (SignedIn, error) {
+		s.signIns.fail("email:"+email, now)
+		s.signIns.fail("addr:"+clientAddr, now)
+		return SignedIn{}, errSignIn
+	}
+	q := `SELECT id, workspace_id, password_hash, totp_secret, totp_enabled, totp_last_step FROM members WHERE email = ? AND status = 'active'`
+	args := []any{email}
+	if req.WorkspaceID != "" {
+		q += ` AND workspace_id = ?`
+		args = append(args, req.WorkspaceID)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return SignedIn{}, fmt.Errorf("accounts: sign in: %w", err)
+	}
+	type cand struct {
+		id, ws, hash, secret string
+		totp                 bool
+		last                 int64
+	}
+	var cands []cand
+	for rows.Next() {
+		var c cand
+		if err := rows.Scan(&c.id, &c.ws, &c.hash, &c.secret, &c.totp, &c.last); err != nil {
+			rows.Close()
+			return SignedIn{}, fmt.Errorf("accounts: sign in: %w", err)
+		}
+		cands = append(cands, c)
+	}
+	rows.Close()
+	if len(cands) > 1 {
+		return SignedIn{}, api.Invalid("this e-mail signs in to several workspaces: send workspaceId")
+	}
+	if len(cands) == 0 || cands[0].hash == "" {
+		// Spend the same work as a real check so timing does not tell
+		// whether the e-mail exists.
+		passhash.Verify(s.dummyHash(), req.Password)
+		return fail()
+	}
+	c := cands[0]
+	if ok, _ := passhash.Verify(c.hash, req.Password); !ok {
+		return fail()
+	}
+	if c.totp {
+		step, ok := auth.CheckTOTP(c.secret, req.Code, now, c.last)
+		if !ok {
+			return fail()
+		}
+		if _, err := s.db.ExecContext(ctx, `UPDATE members SET totp_last_step = ? WHERE id = ?`, step, c.id); err != nil {
+			return SignedIn{}, err
+		}
+	}
+	s.signIns.reset("email:" + email)
+	token := "svcsess_" + auth.RandomString(48)
+	csrf := auth.RandomString(32)
+	out := SignedIn{WorkspaceID: c.ws, ExpiresAt: now.Add(SessionLifetime), CSRFToken: csrf, SecondFactor: c.totp, token: token}
+	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions(id, token_hash, csrf_hash, member_id, workspace_id, second_factor, created_at, expires_at)
+			VALUES (?,?,?,?,?,?,?,?)`, store.NewID("ses"), auth.HashSecret(token), auth.HashSecret(csrf), c.id, c.ws, c.totp,
+			store.FormatTime(now), store.FormatTime(out.ExpiresAt)); err != nil {
+			return err
+		}
+		// Expired sessions are swept on the way.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at < ?`, store.FormatTime(now)); err != nil {
+			return err
+		}
+		m, err := scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+` FROM members WHERE id = ?`, c.id))
+		out.Member = m
+		if err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, tx, audit.Event{Workspace: c.ws, Actor: &auth.Principal{WorkspaceID: c.ws, MemberID: c.id, Session: true},
+			Action: "session.create", Category: audit.CategoryAccount, TargetType: "member", TargetID: c.id, Summary: m.Email + " signed in"})
+	})
+	if err != nil {
+		return SignedIn{}, err
+	}
+	return out, nil
+}
+
+// dummyHash is a hash of the service's parameters to verify against when no
+// member matches, so a miss costs what a hit costs.
+func (s *Service) dummyHash() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dummy == "" {
+		s.dummy, _ = passhash.HashWith(s.params, "not a real password")
+	}
+	return s.dummy
+}
+
+// SessionCookie is the cookie that carries a new session.
+func SessionCookie(si SignedIn) *http.Cookie {
+	return &http.Cookie{Name: sessionCookie, Value: si.token, Path: "/api/", Expires: si.ExpiresAt,
+		HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode}
+}
+
+// ClearSessionCookie ends the session cookie in the browser.
+func ClearSessionCookie() *http.Cookie {
+	return &http.Cookie{Name: sessionCookie, Value: "", Path: "/api/", MaxAge: -1, HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode}
+}
+
+func (s *Service) authenticateSession(r *http.Request, token string) (*auth.Principal, error) {
+	ctx := r.Context()
+	var p auth.Principal
+	var csrf []byte
+	var expires, role, status string
+	err := s.db.QueryRowContext(ctx, `SELECT s.member_id, s.workspace_id, s.second_factor, s.csrf_hash, s.expires_at, m.role, m.status
+		FROM sessions s JOIN members m ON m.id = s.member_id WHERE s.token_hash = ?`, auth.HashSecret(token)).
+		Scan(&p.MemberID, &p.WorkspaceID, &p.SecondFactor, &csrf, &expires, &role, &status)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && (!s.clock.Now().Before(store.ParseTime(expires)) || status != "active")) {
+		return nil, api.E(api.KindUnauthenticated, "session_expired", "your session has ended: sign in again")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("accounts: session: %w", err)
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		if !auth.SecretMatches(r.Header.Get("X-CSRF-Token"), csrf) {
+			return nil, api.Forbidden("csrf", "missing or wrong X-CSRF-Token header for a signed-in change")
+		}
+	}
+	p.Role, _ = auth.ParseRole(role)
+	p.Session = true
+	return &p, nil
+}
+
+// SignOut ends the session of the request, if any.
+func (s *Service) SignOut(r *http.Request) error {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil || c.Value == "" {
+		return nil
+	}
+	_, err = s.db.ExecContext(r.Context(), `DELETE FROM sessions WHERE token_hash = ?`, auth.HashSecret(c.Value))
+	return err
+}
+
+// PasswordRequest is the body of PUT /api/account/password.
+type PasswordRequest struct {
+	CurrentPassword string `json:"currentPassword"`
+	NewPassword     string `json:"newPassword"`
+}
+
+// ChangePassword changes the signed-in member's password and ends their
+// other sessions.
+func (s *Service) ChangePassword(ctx context.Context, p *auth.Principal, req PasswordRequest) error {
+	if err := validPassword(req.NewPassword); err != nil {
+		return err
+	}
+	var hash string
+	if err := s.db.QueryRowContext(ctx, `SELECT password_hash FROM members WHERE id = ?`, p.MemberID).Scan(&hash); err != nil {
+		return fmt.Errorf("accounts: password: %w", err)
+	}
+	if ok, _ := passhash.Verify(hash, req.CurrentPassword); !ok {
+		return api.Forbidden("wrong_password", "currentPassword is wrong")
+	}
+	nh, err := passhash.HashWith(s.params, req.NewPassword)
+	if err != nil {
+		return err
+	}
+	now := s.clock.Now()
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE members SET password_hash = ?, password_set_at = ? WHERE id = ?`, nh, store.FormatTime(now), p.MemberID); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, tx, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "account.password", Category: audit.CategoryAccount,
+			TargetType: "member", TargetID: p.MemberID, Summary: "password changed"})
+	})
+}
+
+// TOTPEnrollment is the answer of starting two-factor enrolment.
+type TOTPEnrollment struct {
+	Secret     string `json:"secret"`
+	OTPAuthURL string `json:"otpauthUrl"`
+	Note       string `json:"note"`
+}
+
+// StartTOTP stores a new, not yet enabled TOTP secret for the signed-in member.
+func (s *Service) StartTOTP(ctx context.Context, p *auth.Principal) (TOTPEnrollment, error) {
+	var email string
+	var enabled bool
+	if err := s.db.QueryRowContext(ctx, `SELECT email, totp_enabled FROM members WHERE id = ?`, p.MemberID).Scan(&email, &enabled); err != nil {
+		return TOTPEnrollment{}, err
+	}
+	if enabled {
+		return TOTPEnrollment{}, api.Conflict("totp_enabled", "two-factor is already on; turn it off first to enrol a new device")
+	}
+	secret := auth.NewTOTPSecret()
+	if _, err := s.db.ExecContext(ctx, `UPDATE members SET totp_secret = ? WHERE id = ?`, secret, p.MemberID); err != nil {
+		return TOTPEnrollment{}, err
+	}
+	return TOTPEnrollment{Secret: secret, OTPAuthURL: auth.TOTPURL("service", email, secret),
+		Note: "Add this to your authenticator app, then confirm with POST /api/account/totp/confirm {code}."}, nil
+}
+
+// CodeRequest carries a TOTP code.
+type CodeRequest struct {
+	Code string `json:"code"`
+}
+
+// ConfirmTOTP turns two-factor on once a code from the enrolled secret checks.
+func (s *Service) ConfirmTOTP(ctx context.Context, p *auth.Principal, code string) error {
+	return s.setTOTP(ctx, p, code, true)
+}
+
+// DisableTOTP turns two-factor off; it needs a current code.
+func (s *Service) DisableTOTP(ctx context.Context, p *auth.Principal, code string) error {
+	return s.setTOTP(ctx, p, code, false)
+}
+
+func (s *Service) setTOTP(ctx context.Context, p *auth.Principal, code string, on bool) error {
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+		var secret string
+		var enabled bool
+		var last int64
+		if err := tx.QueryRowContext(ctx, `SELECT totp_secret, totp_enabled, totp_last_step FROM members WHERE id = ?`, p.MemberID).
+			Scan(&secret, &enabled, &last); err != nil {
+			return err
+		}
+		if secret == "" || enabled == on {
+			if on {
+				return api.Conflict("totp_state", "start enrolment first (POST /api/account/totp), or two-factor is already on")
+			}
+			return api.Conflict("totp_state", "two-factor is not on")
+		}
+		step, ok := auth.CheckTOTP(secret, code, s.clock.Now(), last)
+		if !ok {
+			return api.Forbidden("wrong_code", "the code does not match")
+		}
+		newSecret := secret
+		if !on {
+			newSecret, step = "", 0
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE members SET totp_enabled = ?, totp_secret = ?, totp_last_step = ? WHERE id = ?`, on, newSecret, step, p.MemberID); err != nil {
+			return err
+		}
+		action, summary := "account.totp_on", "two-factor turned on"
+		if !on {
+			action, summary = "account.totp_off", "two-factor turned off"
+		}
+		return s.audit.Record(ctx, tx, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: action, Category: audit.CategoryAccount,
+			TargetType: "member", TargetID: p.MemberID, Summary: summary})
+	})
+}

@@ -1,0 +1,216 @@
+// Package audit writes and reads the workspace audit log: every create,
+// delete, settings change, key, member and money event, with who did it,
+// when and through which key. The short activity feed is read from the same
+// rows.
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/store"
+)
+
+// Categories group actions; the activity feed hides the private ones from
+// members below admin.
+const (
+	CategoryProject  = "project"
+	CategoryEnv      = "env"
+	CategorySettings = "settings"
+	CategoryKey      = "key"
+	CategoryMember   = "member"
+	CategoryAccount  = "account"
+	CategoryBilling  = "billing"
+	CategoryMoney    = "money"
+	CategoryData     = "data"
+	CategoryDeploy   = "deploy"
+)
+
+// private are the categories the activity feed shows to admins only.
+var private = map[string]bool{CategoryMember: true, CategoryKey: true, CategoryBilling: true, CategoryAccount: true}
+
+// Entry is one audit row.
+type Entry struct {
+	ID          string         `json:"id"`
+	At          time.Time      `json:"at"`
+	Actor       Actor          `json:"actor"`
+	Action      string         `json:"action"`
+	Category    string         `json:"category"`
+	TargetType  string         `json:"targetType,omitempty"`
+	TargetID    string         `json:"targetId,omitempty"`
+	ProjectID   string         `json:"projectId,omitempty"`
+	Summary     string         `json:"summary"`
+	Details     map[string]any `json:"details,omitempty"`
+	workspaceID string
+}
+
+// Actor is who made a change.
+type Actor struct {
+	// Kind is key, session or system.
+	Kind      string `json:"kind"`
+	MemberID  string `json:"memberId,omitempty"`
+	KeyID     string `json:"keyId,omitempty"`
+	KeyPrefix string `json:"keyPrefix,omitempty"`
+}
+
+// ActorOf describes principal p (nil is the platform itself).
+func ActorOf(p *auth.Principal) Actor {
+	switch {
+	case p == nil:
+		return Actor{Kind: "system"}
+	case p.Session:
+		return Actor{Kind: "session", MemberID: p.MemberID}
+	default:
+		return Actor{Kind: "key", MemberID: p.MemberID, KeyID: p.KeyID, KeyPrefix: p.KeyPrefix}
+	}
+}
+
+// Log records and reads audit entries.
+type Log struct {
+	db  *store.DB
+	now func() time.Time
+}
+
+// New returns the audit log over db.
+func New(db *store.DB, now func() time.Time) *Log { return &Log{db: db, now: now} }
+
+// Event describes a change to record.
+type Event struct {
+	Workspace  string
+	Actor      *auth.Principal
+	Action     string // area.verb, e.g. project.create
+	Category   string
+	TargetType string
+	TargetID   string
+	ProjectID  string
+	Summary    string
+	Details    map[string]any
+}
+
+// Record writes e through q, which should be the transaction of the change
+// itself so that a change and its audit row commit or fail together.
+func (l *Log) Record(ctx context.Context, q store.Querier, e Event) error {
+	details := "{}"
+	if len(e.Details) > 0 {
+		b, err := json.Marshal(e.Details)
+		if err != nil {
+			return fmt.Errorf("audit: details: %w", err)
+		}
+		details = string(b)
+	}
+	a := ActorOf(e.Actor)
+	label := a.Kind
+	if a.KeyPrefix != "" {
+		label = a.KeyPrefix
+	}
+	_, err := q.ExecContext(ctx, `INSERT INTO audit_log
+		(id, workspace_id, at, actor_member, actor_key, actor_label, action, category, target_type, target_id, project_id, summary, details)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		store.NewID("aud"), e.Workspace, store.FormatTime(l.now()), a.MemberID, a.KeyID, label,
+		e.Action, e.Category, e.TargetType, e.TargetID, e.ProjectID, e.Summary, details)
+	if err != nil {
+		return fmt.Errorf("audit: record %s: %w", e.Action, err)
+	}
+	return nil
+}
+
+// Query selects audit rows.
+type Query struct {
+	Workspace string
+	Action    string // exact action, or empty for all
+	Before    string // cursor from a previous page
+	Limit     int
+	// HidePrivate drops member, key, billing and account rows.
+	HidePrivate bool
+	// Since limits rows to those at or after it (zero for all).
+	Since time.Time
+}
+
+// ErrBadCursor is returned for a cursor this log did not issue.
+var ErrBadCursor = fmt.Errorf("audit: bad cursor")
+
+// List returns rows newest first and the cursor of the next page ("" at the end).
+func (l *Log) List(ctx context.Context, q Query) ([]Entry, string, error) {
+	sqlq := `SELECT seq, id, at, actor_member, actor_key, actor_label, action, category, target_type, target_id, project_id, summary, details
+		FROM audit_log WHERE workspace_id = ?`
+	args := []any{q.Workspace}
+	if q.Action != "" {
+		sqlq += ` AND action = ?`
+		args = append(args, q.Action)
+	}
+	if q.Before != "" {
+		seq, err := strconv.ParseInt(q.Before, 36, 64)
+		if err != nil || seq <= 0 {
+			return nil, "", ErrBadCursor
+		}
+		sqlq += ` AND seq < ?`
+		args = append(args, seq)
+	}
+	if q.HidePrivate {
+		sqlq += ` AND category NOT IN ('member','key','billing','account')`
+	}
+	if !q.Since.IsZero() {
+		sqlq += ` AND at >= ?`
+		args = append(args, store.FormatTime(q.Since))
+	}
+	sqlq += ` ORDER BY seq DESC LIMIT ?`
+	args = append(args, q.Limit+1)
+	rows, err := l.db.QueryContext(ctx, sqlq, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("audit: list: %w", err)
+	}
+	defer rows.Close()
+	var out []Entry
+	var seqs []int64
+	for rows.Next() {
+		var e Entry
+		var seq int64
+		var at, label, details string
+		if err := rows.Scan(&seq, &e.ID, &at, &e.Actor.MemberID, &e.Actor.KeyID, &label, &e.Action, &e.Category,
+			&e.TargetType, &e.TargetID, &e.ProjectID, &e.Summary, &details); err != nil {
+			return nil, "", fmt.Errorf("audit: scan: %w", err)
+		}
+		e.At = store.ParseTime(at)
+		switch {
+		case e.Actor.KeyID != "":
+			e.Actor.Kind, e.Actor.KeyPrefix = "key", label
+		case e.Actor.MemberID != "":
+			e.Actor.Kind = "session"
+		default:
+			e.Actor.Kind = "system"
+		}
+		if details != "{}" {
+			json.Unmarshal([]byte(details), &e.Details)
+		}
+		out = append(out, e)
+		seqs = append(seqs, seq)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("audit: list: %w", err)
+	}
+	next := ""
+	if len(out) > q.Limit {
+		out = out[:q.Limit]
+		next = strconv.FormatInt(seqs[q.Limit-1], 36)
+	}
+	return out, next, nil
+}
+
+// CountSince counts the workspace's rows at or after t (the security
+// overview's audit activity, and its changes per hour).
+func (l *Log) CountSince(ctx context.Context, workspace string, t time.Time) (int, error) {
+	var n int
+	err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM audit_log WHERE workspace_id = ? AND at >= ?`,
+		workspace, store.FormatTime(t)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("audit: count: %w", err)
+	}
+	return n, nil
+}
+
+// Private reports whether category is hidden from non-admins in the feed.
+func Private(category string) bool { return private[category] }

@@ -1,0 +1,192 @@
+package controlplane
+
+import (
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/svcplatform/platform/controlplane/api"
+)
+
+// The OpenAPI document is generated from the route table and the Go types
+// of each route's bodies, so it cannot drift from what the server does.
+
+var openapiOnce struct {
+	sync.Once
+	doc []byte
+}
+
+func (cp *ControlPlane) serveOpenAPI(w http.ResponseWriter, r *http.Request) error {
+	openapiOnce.Do(func() { openapiOnce.doc, _ = json.MarshalIndent(OpenAPI(cp.routes), "", "  ") })
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(openapiOnce.doc)
+	return nil
+}
+
+var pathParam = regexp.MustCompile(`\{([A-Za-z]+)\}`)
+
+// OpenAPI builds the OpenAPI 3.1 document of routes.
+func OpenAPI(routes []api.Route) map[string]any {
+	schemas := map[string]any{}
+	paths := map[string]map[string]any{}
+	for _, rt := range routes {
+		op := map[string]any{
+			"summary":     rt.Summary,
+			"operationId": operationID(rt),
+			"responses": map[string]any{
+				"default": map[string]any{"description": "error", "content": jsonContent(map[string]any{"$ref": "#/components/schemas/Error"})},
+			},
+		}
+		if rt.Op != "" {
+			op["x-permission"] = string(rt.Op)
+		}
+		if rt.Public {
+			op["security"] = []any{}
+		}
+		var params []any
+		for _, m := range pathParam.FindAllStringSubmatch(rt.Path, -1) {
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+		}
+		if len(params) > 0 {
+			op["parameters"] = params
+		}
+		if rt.Request != nil {
+			op["requestBody"] = map[string]any{"required": true, "content": jsonContent(schemaOf(reflect.TypeOf(rt.Request), schemas))}
+		}
+		ok := map[string]any{"description": "success"}
+		if rt.Response != nil {
+			ok["content"] = jsonContent(schemaOf(reflect.TypeOf(rt.Response), schemas))
+		}
+		status := rt.Status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		op["responses"].(map[string]any)[strconv.Itoa(status)] = ok
+		if paths[rt.Path] == nil {
+			paths[rt.Path] = map[string]any{}
+		}
+		paths[rt.Path][strings.ToLower(rt.Method)] = op
+	}
+	schemas["Error"] = map[string]any{
+		"type": "object", "required": []string{"error"},
+		"properties": map[string]any{"error": map[string]any{
+			"type": "object", "required": []string{"code", "message"},
+			"properties": map[string]any{
+				"code":    map[string]any{"type": "string", "description": "stable machine-readable code"},
+				"message": map[string]any{"type": "string", "description": "what went wrong, for a person"},
+			},
+			"additionalProperties": true,
+		}},
+	}
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":       "Platform API",
+			"version":     "1",
+			"description": "The control-plane REST API. Every call carries Authorization: Bearer <API key> unless marked otherwise.",
+		},
+		"paths":    paths,
+		"security": []any{map[string]any{"bearer": []any{}}},
+		"components": map[string]any{
+			"schemas":         schemas,
+			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
+		},
+	}
+}
+
+func operationID(rt api.Route) string {
+	id := strings.ToLower(rt.Method)
+	for _, part := range strings.Split(strings.TrimPrefix(rt.Path, "/api/"), "/") {
+		part = strings.Trim(part, "{}")
+		if part == "" {
+			continue
+		}
+		part = strings.ReplaceAll(strings.ReplaceAll(part, "-", ""), ".", "")
+		id += strings.ToUpper(part[:1]) + part[1:]
+	}
+	return id
+}
+
+func jsonContent(schema any) map[string]any {
+	return map[string]any{"application/json": map[string]any{"schema": schema}}
+}
+
+var timeType = reflect.TypeOf(time.Time{})
+
+// schemaOf returns the JSON schema of t, registering named structs in schemas.
+func schemaOf(t reflect.Type, schemas map[string]any) map[string]any {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == timeType {
+		return map[string]any{"type": "string", "format": "date-time"}
+	}
+	if t.Implements(reflect.TypeOf((*interface{ MarshalText() ([]byte, error) })(nil)).Elem()) {
+		return map[string]any{"type": "string"}
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return map[string]any{"type": "string"}
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return map[string]any{"type": "integer"}
+	case reflect.Float32, reflect.Float64:
+		return map[string]any{"type": "number"}
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return map[string]any{"type": "string", "contentEncoding": "base64"}
+		}
+		return map[string]any{"type": "array", "items": schemaOf(t.Elem(), schemas)}
+	case reflect.Map:
+		return map[string]any{"type": "object", "additionalProperties": schemaOf(t.Elem(), schemas)}
+	case reflect.Interface:
+		return map[string]any{}
+	case reflect.Struct:
+		name := t.Name()
+		if name == "" {
+			return structSchema(t, schemas)
+		}
+		if _, ok := schemas[name]; !ok {
+			schemas[name] = map[string]any{} // placeholder against recursion
+			schemas[name] = structSchema(t, schemas)
+		}
+		return map[string]any{"$ref": "#/components/schemas/" + name}
+	}
+	return map[string]any{}
+}
+
+func structSchema(t reflect.Type, schemas map[string]any) map[string]any {
+	props := map[string]any{}
+	var required []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = f.Name
+		}
+		props[name] = schemaOf(f.Type, schemas)
+		if !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer {
+			required = append(required, name)
+		}
+	}
+	sort.Strings(required)
+	s := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s
+}

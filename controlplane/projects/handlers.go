@@ -1,0 +1,136 @@
+package projects
+
+import (
+	"net/http"
+
+	"github.com/svcplatform/platform/controlplane/api"
+)
+
+// Handlers serve /api/projects and /api/projects/{id}/env.
+type Handlers struct{ S *Service }
+
+// ProjectAnswer wraps one project.
+type ProjectAnswer struct {
+	Project Project `json:"project"`
+}
+
+// ProjectList is the answer of GET /api/projects.
+type ProjectList struct {
+	Projects []Project `json:"projects"`
+}
+
+// Create answers POST /api/projects.
+func (h Handlers) Create(w http.ResponseWriter, r *http.Request) error {
+	var req CreateRequest
+	if err := api.Decode(r, &req, false); err != nil {
+		return err
+	}
+	p, err := h.S.Create(r.Context(), api.PrincipalFrom(r.Context()), req)
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusCreated, ProjectAnswer{Project: p})
+	return nil
+}
+
+// List answers GET /api/projects.
+func (h Handlers) List(w http.ResponseWriter, r *http.Request) error {
+	ps, err := h.S.List(r.Context(), api.PrincipalFrom(r.Context()))
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, ProjectList{Projects: ps})
+	return nil
+}
+
+// Read answers GET /api/projects/{id}.
+func (h Handlers) Read(w http.ResponseWriter, r *http.Request) error {
+	d, err := h.S.Read(r.Context(), api.PrincipalFrom(r.Context()).WorkspaceID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, d)
+	return nil
+}
+
+// Update answers PATCH /api/projects/{id}.
+func (h Handlers) Update(w http.ResponseWriter, r *http.Request) error {
+	var req UpdateRequest
+	if err := api.Decode(r, &req, false); err != nil {
+		return err
+	}
+	p, err := h.S.Update(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), req)
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, ProjectAnswer{Project: p})
+	return nil
+}
+
+// Deleted is the answer of a DELETE.
+type Deleted struct {
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted"`
+}
+
+// Delete answers DELETE /api/projects/{id}.
+func (h Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if err := h.S.Delete(r.Context(), api.PrincipalFrom(r.Context()), id); err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, Deleted{ID: id, Deleted: true})
+	return nil
+}
+
+// SetEnv answers POST /api/projects/{id}/env (201 when created, 200 when replaced).
+func (h Handlers) SetEnv(w http.ResponseWriter, r *http.Request) error {
+	var req EnvRequest
+	if err := api.Decode(r, &req, false); err != nil {
+		return err
+	}
+	out, err := h.S.SetEnv(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), req)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if out.Created {
+		status = http.StatusCreated
+	}
+	api.WriteJSON(w, status, out)
+	return nil
+}
+
+// ListEnv answers GET /api/projects/{id}/env.
+func (h Handlers) ListEnv(w http.ResponseWriter, r *http.Request) error {
+	out, err := h.S.Env(r.Context(), api.PrincipalFrom(r.Context()).WorkspaceID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// PatchEnv answers PATCH /api/projects/{id}/env/{envId}.
+func (h Handlers) PatchEnv(w http.ResponseWriter, r *http.Request) error {
+	var req EnvPatch
+	if err := api.Decode(r, &req, false); err != nil {
+		return err
+	}
+	out, err := h.S.PatchEnv(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), r.PathValue("envId"), req)
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// DeleteEnv answers DELETE /api/projects/{id}/env/{envId}.
+func (h Handlers) DeleteEnv(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("envId")
+	if err := h.S.DeleteEnv(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), id); err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, Deleted{ID: id, Deleted: true})
+	return nil
+}

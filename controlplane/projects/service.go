@@ -1,0 +1,404 @@
+package projects
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/mail"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/controlplane/audit"
+	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/metering"
+	"github.com/svcplatform/platform/controlplane/seal"
+	"github.com/svcplatform/platform/controlplane/store"
+)
+
+// Config is the projects area's configuration.
+type Config struct {
+	// AppsDomain is the domain projects answer under: https://<slug>.<AppsDomain>.
+	AppsDomain string `json:"appsDomain"`
+	// AppsPort is appended to addresses when not 443 (local development).
+	AppsPort int `json:"appsPort"`
+	// ReservedPrefixes may not start a project address.
+	ReservedPrefixes []string `json:"reservedPrefixes"`
+	// ReservedNames may not be a project address.
+	ReservedNames []string `json:"reservedNames"`
+}
+
+// Provision fills defaults.
+func (c *Config) Provision() {
+	if c.AppsDomain == "" {
+		c.AppsDomain = "localhost"
+	}
+	if c.ReservedPrefixes == nil {
+		c.ReservedPrefixes = DefaultReservedPrefixes
+	}
+	if c.ReservedNames == nil {
+		c.ReservedNames = DefaultReservedNames
+	}
+}
+
+// Service is the projects area.
+type Service struct {
+	cfg         Config
+	db          *store.DB
+	clock       clock.Clock
+	audit       *audit.Log
+	meter       metering.Recorder
+	sealer      *seal.Sealer
+	deployments Deployments
+	dependents  []Dependent
+	counters    map[string]Counter
+}
+
+// New returns the projects service.
+func New(cfg Config, db *store.DB, clk clock.Clock, log *audit.Log, meter metering.Recorder, sealer *seal.Sealer) *Service {
+	cfg.Provision()
+	return &Service{cfg: cfg, db: db, clock: clk, audit: log, meter: meter, sealer: sealer, counters: map[string]Counter{}}
+}
+
+// SetDeployments installs what knows the projects' deployments.
+func (s *Service) SetDeployments(d Deployments) { s.deployments = d }
+
+// AddDependent registers an area whose resources go with a deleted project.
+func (s *Service) AddDependent(d Dependent) { s.dependents = append(s.dependents, d) }
+
+// AddCounter registers a services counter.
+func (s *Service) AddCounter(c Counter) { s.counters[c.Service()] = c }
+
+// Address is the permanent address of slug.
+func (s *Service) Address(slug string) string {
+	host := slug + "." + s.cfg.AppsDomain
+	if s.cfg.AppsPort != 0 && s.cfg.AppsPort != 443 {
+		host += ":" + strconv.Itoa(s.cfg.AppsPort)
+	}
+	return "https://" + host
+}
+
+const projectCols = `id, workspace_id, name, slug, repo_url, repo_branch, mail_sender_name, mail_from, mail_reply_to, status, teardown_error, created_at, updated_at`
+
+func (s *Service) scan(sc interface{ Scan(...any) error }) (Project, error) {
+	var p Project
+	var created, updated string
+	err := sc.Scan(&p.ID, &p.WorkspaceID, &p.Name, &p.Slug, &p.RepoURL, &p.RepoBranch, &p.MailSenderName, &p.MailFrom, &p.MailReplyTo,
+		&p.Status, &p.TeardownError, &created, &updated)
+	p.CreatedAt, p.UpdatedAt = store.ParseTime(created), store.ParseTime(updated)
+	p.URL = s.Address(p.Slug)
+	return p, err
+}
+
+// Get returns a project of the workspace (404 for another workspace's).
+func (s *Service) Get(ctx context.Context, workspace, id string) (Project, error) {
+	p, err := s.scan(s.db.QueryRowContext(ctx, `SELECT `+projectCols+` FROM projects WHERE id = ? AND workspace_id = ?`, id, workspace))
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, api.NotFound("project")
+	}
+	if err != nil {
+		return p, fmt.Errorf("projects: get: %w", err)
+	}
+	return p, nil
+}
+
+// Exists tells whether a project exists in a workspace.
+func (s *Service) Exists(ctx context.Context, workspace, id string) (bool, error) {
+	_, err := s.Get(ctx, workspace, id)
+	if err == nil {
+		return true, nil
+	}
+	var e *api.Error
+	if errors.As(err, &e) && e.Kind == api.KindNotFound {
+		return false, nil
+	}
+	return false, err
+}
+
+// ErrTeardownFailed refuses changes to a project whose deletion is incomplete.
+var ErrTeardownFailed = api.Conflict("teardown_failed", "this project's deletion did not finish: only reads and DELETE (which retries) are accepted")
+
+// Writable returns the project when it accepts changes: other areas call it
+// before creating anything under a project.
+func (s *Service) Writable(ctx context.Context, workspace, id string) (Project, error) {
+	p, err := s.Get(ctx, workspace, id)
+	if err != nil {
+		return p, err
+	}
+	if p.Status == StatusTeardownFailed {
+		return p, ErrTeardownFailed
+	}
+	return p, nil
+}
+
+// withServing fills LiveURL from the deployments.
+func (s *Service) withServing(ctx context.Context, p Project) (Project, Serving, error) {
+	sv := Serving{State: NotDeployed}
+	if s.deployments == nil {
+		return p, sv, nil
+	}
+	sv, live, err := s.deployments.Serving(ctx, p)
+	if err != nil {
+		return p, sv, err
+	}
+	p.LiveURL = live
+	return p, sv, nil
+}
+
+// List returns the workspace's projects (only its own for a project key),
+// each with live_url.
+func (s *Service) List(ctx context.Context, pr *auth.Principal) ([]Project, error) {
+	q := `SELECT ` + projectCols + ` FROM projects WHERE workspace_id = ?`
+	args := []any{pr.WorkspaceID}
+	if pr.ProjectID != "" {
+		q += ` AND id = ?`
+		args = append(args, pr.ProjectID)
+	}
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("projects: list: %w", err)
+	}
+	var out []Project
+	for rows.Next() {
+		p, err := s.scan(rows)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("projects: list: %w", err)
+		}
+		out = append(out, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if out[i], _, err = s.withServing(ctx, out[i]); err != nil {
+			return nil, err
+		}
+	}
+	if out == nil {
+		out = []Project{}
+	}
+	return out, nil
+}
+
+// Detail is the answer of a project read.
+type Detail struct {
+	Project      Project        `json:"project"`
+	Serving      Serving        `json:"serving"`
+	DeployAction DeployAction   `json:"deployAction"`
+	Services     map[string]int `json:"services"`
+}
+
+// Read returns a project with what it serves, what Deploy will do and the
+// counts of its services.
+func (s *Service) Read(ctx context.Context, workspace, id string) (Detail, error) {
+	p, err := s.Get(ctx, workspace, id)
+	if err != nil {
+		return Detail{}, err
+	}
+	d := Detail{Services: map[string]int{}}
+	if d.Project, d.Serving, err = s.withServing(ctx, p); err != nil {
+		return Detail{}, err
+	}
+	d.DeployAction = DeployAction{Kind: "none", Description: "nothing to deploy yet: push a commit to a repo and deploy it to this project"}
+	if s.deployments != nil {
+		if d.DeployAction, err = s.deployments.DeployAction(ctx, p); err != nil {
+			return Detail{}, err
+		}
+	}
+	for _, k := range ServiceKeys {
+		d.Services[k] = 0
+		if c, ok := s.counters[k]; ok {
+			if d.Services[k], err = c.Count(ctx, p.ID); err != nil {
+				return Detail{}, err
+			}
+		}
+	}
+	return d, nil
+}
+
+// CreateRequest is the body of POST /api/projects.
+type CreateRequest struct {
+	Name    string `json:"name"`
+	RepoURL string `json:"repoUrl,omitempty"`
+}
+
+// MaxNameLen bounds a project name.
+const MaxNameLen = 100
+
+func validName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", api.Invalid("name is required")
+	}
+	if len(name) > MaxNameLen {
+		return "", api.Invalid("name is at most %d characters", MaxNameLen)
+	}
+	return name, nil
+}
+
+func validRepoURL(u string) error {
+	if u == "" {
+		return nil
+	}
+	pu, err := url.Parse(u)
+	if err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" || len(u) > 2000 {
+		return api.Invalid("repoUrl must be an http or https address")
+	}
+	return nil
+}
+
+// Create makes a project. Its slug is derived from the name, made unique
+// with a numeric suffix, and never changes.
+func (s *Service) Create(ctx context.Context, pr *auth.Principal, req CreateRequest) (Project, error) {
+	name, err := validName(req.Name)
+	if err != nil {
+		return Project{}, err
+	}
+	if err := validRepoURL(req.RepoURL); err != nil {
+		return Project{}, err
+	}
+	base := Slugify(name)
+	if base == "" {
+		return Project{}, api.Invalid("name %q has no letters or digits to form an address from", name)
+	}
+	if why, ok := reserved(base, s.cfg.ReservedPrefixes, s.cfg.ReservedNames); ok {
+		return Project{}, api.E(api.KindInvalid, "reserved_name", "the address %s is not available: %s", s.Address(base), why)
+	}
+	now := s.clock.Now()
+	p := Project{ID: store.NewID("prj"), WorkspaceID: pr.WorkspaceID, Name: name, RepoURL: req.RepoURL, Status: StatusActive, CreatedAt: now, UpdatedAt: now}
+	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
+		for i := 1; ; i++ {
+			p.Slug = base
+			if i > 1 {
+				sfx := "-" + strconv.Itoa(i)
+				p.Slug = strings.TrimRight(base[:min(len(base), MaxSlugLen-len(sfx))], "-") + sfx
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO projects(id, workspace_id, name, slug, repo_url, status, created_at, updated_at)
+				VALUES (?,?,?,?,?,?,?,?)`, p.ID, p.WorkspaceID, name, p.Slug, p.RepoURL, StatusActive, store.FormatTime(now), store.FormatTime(now))
+			if store.IsUniqueViolation(err) && i < 1000 {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			break
+		}
+		return s.audit.Record(ctx, tx, audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "project.create", Category: audit.CategoryProject,
+			TargetType: "project", TargetID: p.ID, ProjectID: p.ID, Summary: fmt.Sprintf("created project %s (%s)", name, p.Slug)})
+	})
+	if err != nil {
+		return Project{}, err
+	}
+	p.URL = s.Address(p.Slug)
+	s.meter.Record(ctx, metering.Event{Workspace: pr.WorkspaceID, Project: p.ID, Metric: metering.Projects, Quantity: 1})
+	return p, nil
+}
+
+// UpdateRequest is the body of PATCH /api/projects/{id}; absent fields are
+// kept, an empty string clears an optional field.
+type UpdateRequest struct {
+	Name           *string `json:"name,omitempty"`
+	RepoURL        *string `json:"repoUrl,omitempty"`
+	RepoBranch     *string `json:"repoBranch,omitempty"`
+	MailSenderName *string `json:"mailSenderName,omitempty"`
+	MailFrom       *string `json:"mailFrom,omitempty"`
+	MailReplyTo    *string `json:"mailReplyTo,omitempty"`
+}
+
+func validEmailField(field string, v *string) error {
+	if v == nil || *v == "" {
+		return nil
+	}
+	a, err := mail.ParseAddress(*v)
+	if err != nil || a.Address != *v || len(*v) > 254 {
+		return api.Invalid("%s must be an e-mail address", field)
+	}
+	return nil
+}
+
+func validBranch(b string) bool {
+	if len(b) > 255 || strings.HasPrefix(b, "-") || strings.Contains(b, "..") || strings.HasSuffix(b, ".lock") || strings.HasSuffix(b, "/") {
+		return false
+	}
+	for _, r := range b {
+		if r <= ' ' || r == 0x7f || strings.ContainsRune("~^:?*[\\", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// Update changes a project's name and optional fields; the slug stays.
+func (s *Service) Update(ctx context.Context, pr *auth.Principal, id string, req UpdateRequest) (Project, error) {
+	if req.Name != nil {
+		n, err := validName(*req.Name)
+		if err != nil {
+			return Project{}, err
+		}
+		req.Name = &n
+	}
+	if req.RepoURL != nil {
+		if err := validRepoURL(*req.RepoURL); err != nil {
+			return Project{}, err
+		}
+	}
+	if req.RepoBranch != nil && !validBranch(*req.RepoBranch) {
+		return Project{}, api.Invalid("repoBranch %q is not a valid branch name", *req.RepoBranch)
+	}
+	if req.MailSenderName != nil && (len(*req.MailSenderName) > 100 || strings.ContainsAny(*req.MailSenderName, "\r\n")) {
+		return Project{}, api.Invalid("mailSenderName is one line of at most 100 characters")
+	}
+	if err := validEmailField("mailFrom", req.MailFrom); err != nil {
+		return Project{}, err
+	}
+	if err := validEmailField("mailReplyTo", req.MailReplyTo); err != nil {
+		return Project{}, err
+	}
+	var p Project
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		p, err = s.scan(tx.QueryRowContext(ctx, `SELECT `+projectCols+` FROM projects WHERE id = ? AND workspace_id = ?`, id, pr.WorkspaceID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return api.NotFound("project")
+		}
+		if err != nil {
+			return err
+		}
+		if p.Status == StatusTeardownFailed {
+			return ErrTeardownFailed
+		}
+		var changed []string
+		set := func(field string, dst *string, v *string) {
+			if v != nil && *v != *dst {
+				*dst = *v
+				changed = append(changed, field)
+			}
+		}
+		set("name", &p.Name, req.Name)
+		set("repoUrl", &p.RepoURL, req.RepoURL)
+		set("repoBranch", &p.RepoBranch, req.RepoBranch)
+		set("mailSenderName", &p.MailSenderName, req.MailSenderName)
+		set("mailFrom", &p.MailFrom, req.MailFrom)
+		set("mailReplyTo", &p.MailReplyTo, req.MailReplyTo)
+		if len(changed) == 0 {
+			return nil
+		}
+		p.UpdatedAt = s.clock.Now()
+		if _, err := tx.ExecContext(ctx, `UPDATE projects SET name=?, repo_url=?, repo_branch=?, mail_sender_name=?, mail_from=?, mail_reply_to=?, updated_at=?
+			WHERE id = ?`, p.Name, p.RepoURL, p.RepoBranch, p.MailSenderName, p.MailFrom, p.MailReplyTo, store.FormatTime(p.UpdatedAt), id); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, tx, audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "project.update", Category: audit.CategorySettings,
+			TargetType: "project", TargetID: id, ProjectID: id, Summary: "changed " + strings.Join(changed, ", "), Details: map[string]any{"fields": changed}})
+	})
+	if err != nil {
+		return Project{}, err
+	}
+	p, _, err = s.withServing(ctx, p)
+	return p, err
+}
