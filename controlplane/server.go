@@ -71,9 +71,33 @@ type ControlPlane struct {
 	Accounts  *accounts.Service
 	Projects  *projects.Service
 	Bootstrap accounts.Bootstrap
+	Sealer    *seal.Sealer
 	handler   http.Handler
 	routes    []api.Route
+	// areaRoutes are the routes the wired areas add.
+	areaRoutes []api.Route
+	closers    []func() error
 }
+
+// wiring builds one area on the core services: it registers the area's
+// routes with AddRoutes, its teardown with Projects.AddDependent, and
+// anything to release on Close with OnClose. Each area's wire_<area>.go
+// appends its wiring in init, so areas are added without editing this file.
+type wiring struct {
+	name string
+	wire func(ctx context.Context, cp *ControlPlane) error
+}
+
+var wirings []wiring
+
+// AddRoutes adds an area's routes to the table.
+func (cp *ControlPlane) AddRoutes(rs ...api.Route) { cp.areaRoutes = append(cp.areaRoutes, rs...) }
+
+// OnClose registers fn to run at Close, in reverse order.
+func (cp *ControlPlane) OnClose(fn func() error) { cp.closers = append(cp.closers, fn) }
+
+// Config returns the provisioned configuration.
+func (cp *ControlPlane) Config() Config { return cp.cfg }
 
 // New opens the data directory, migrates the database, creates the first
 // workspace when there is none, and builds the API.
@@ -92,7 +116,7 @@ func New(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		return nil, err
 	}
 	now := cfg.Clock.Now
-	cp := &ControlPlane{cfg: cfg, DB: db}
+	cp := &ControlPlane{cfg: cfg, DB: db, Sealer: sealer}
 	cp.Audit = audit.New(db, now)
 	cp.Meter = metering.New(db, now)
 	cp.Accounts = accounts.New(db, cfg.Clock, cp.Audit, cfg.Logger)
@@ -101,7 +125,13 @@ func New(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		db.Close()
 		return nil, err
 	}
-	cp.routes = cp.routeTable()
+	for _, w := range wirings {
+		if err := w.wire(ctx, cp); err != nil {
+			cp.Close()
+			return nil, fmt.Errorf("controlplane: %s: %w", w.name, err)
+		}
+	}
+	cp.routes = append(cp.routeTable(), cp.areaRoutes...)
 	mux := http.NewServeMux()
 	api.Mount(mux, cp.routes, cp.Accounts, cfg.Logger)
 	cp.handler = mux
@@ -114,5 +144,11 @@ func (cp *ControlPlane) Handler() http.Handler { return cp.handler }
 // Routes returns the route table.
 func (cp *ControlPlane) Routes() []api.Route { return cp.routes }
 
-// Close releases the database.
-func (cp *ControlPlane) Close() error { return cp.DB.Close() }
+// Close releases what the areas hold, then the database.
+func (cp *ControlPlane) Close() error {
+	for i := len(cp.closers) - 1; i >= 0; i-- {
+		cp.closers[i]()
+	}
+	cp.closers = nil
+	return cp.DB.Close()
+}

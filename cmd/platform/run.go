@@ -141,4 +141,3 @@ func printBootstrap(b accounts.Bootstrap, apiAddr string) {
 	fmt.Printf("          curl -X POST %s/api/members/accept -d '{\"token\":\"%s\",\"password\":\"<choose one>\"}'\n", base, b.SetupToken)
 	fmt.Printf("platform: API at %s   try: curl -H 'Authorization: Bearer <key>' %s/api/workspace\n", base, base)
 }
-
