@@ -180,8 +180,7 @@ func (s *Service) EnsureBootstrap(ctx context.Context, c BootstrapConfig) (Boots
 		}
 		key, prefix, hash := auth.NewKey()
 		if c.Key != "" {
-			key, hash = c.Key, auth.HashSecret(c.Key)
-			prefix = c.Key[:4] + "…"
+			prefix, hash = c.Key[:4]+"…", auth.HashSecret(c.Key)
 		} else {
 			b.Key = key
 		}

@@ -35,17 +35,16 @@ var private = map[string]bool{CategoryMember: true, CategoryKey: true, CategoryB
 
 // Entry is one audit row.
 type Entry struct {
-	ID          string         `json:"id"`
-	At          time.Time      `json:"at"`
-	Actor       Actor          `json:"actor"`
-	Action      string         `json:"action"`
-	Category    string         `json:"category"`
-	TargetType  string         `json:"targetType,omitempty"`
-	TargetID    string         `json:"targetId,omitempty"`
-	ProjectID   string         `json:"projectId,omitempty"`
-	Summary     string         `json:"summary"`
-	Details     map[string]any `json:"details,omitempty"`
-	workspaceID string
+	ID         string         `json:"id"`
+	At         time.Time      `json:"at"`
+	Actor      Actor          `json:"actor"`
+	Action     string         `json:"action"`
+	Category   string         `json:"category"`
+	TargetType string         `json:"targetType,omitempty"`
+	TargetID   string         `json:"targetId,omitempty"`
+	ProjectID  string         `json:"projectId,omitempty"`
+	Summary    string         `json:"summary"`
+	Details    map[string]any `json:"details,omitempty"`
 }
 
 // Actor is who made a change.

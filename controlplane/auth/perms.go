@@ -133,7 +133,7 @@ var table = map[Op]Rule{
 	OpVectorRead:     {MinRole: Viewer, Scope: ScopeProject},
 	OpVectorWrite:    {MinRole: Developer, Write: true, Scope: ScopeProject},
 	OpMediaRead:      {MinRole: Viewer, Scope: ScopeProject},
-	OpMediaSecrets:   {MinRole: Developer, Scope: ScopeProject},
+	OpMediaSecrets:   {MinRole: Developer, FullAccess: true, Scope: ScopeProject},
 	OpMediaWrite:     {MinRole: Developer, Write: true, Scope: ScopeProject},
 	OpPaymentsRead:   {MinRole: Viewer, Scope: ScopeProject},
 	OpPaymentsWrite:  {MinRole: Developer, Write: true, Scope: ScopeProject},

@@ -1,0 +1,64 @@
+# The two commands of the README: `make run` and `make test`.
+# Everything they need is fetched or installed by this file and .ci/run.
+
+GO        ?= go
+DATA      ?= ./data
+BIN       := bin/platform
+GEO_PKG   := @ip-location-db/geo-whois-asn-country-mmdb
+GEO_VER   := 2.3.2026061719
+GEO_DB    := $(DATA)/geo/country.mmdb
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME  ?= 60s
+
+.PHONY: run build test check lint vet fmt-check geodata fuzz bench clean
+
+## run: build, fetch the country database once, start `platform serve` on embedded defaults
+run: build geodata
+	$(BIN) serve --data $(DATA)
+
+## build: the one binary
+build:
+	$(GO) build -o $(BIN) ./cmd/platform
+
+## test: formatting, vet, staticcheck, then every test with the race detector
+test: geodata fmt-check vet lint
+	PLATFORM_GEOIP=$(abspath $(GEO_DB)) $(GO) test -race -shuffle=on -timeout 15m ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+lint:
+	$(GO) run $(STATICCHECK) ./...
+
+## geodata: the CC-BY-4.0 country database (no account or licence key), fetched once with npm
+geodata: $(GEO_DB)
+
+$(GEO_DB):
+	@mkdir -p $(dir $(GEO_DB))
+	@tmp=$$(mktemp -d) && cd $$tmp && \
+	  npm pack --silent $(GEO_PKG)@$(GEO_VER) >/dev/null && \
+	  tar xzf *.tgz && \
+	  cp package/geo-whois-asn-country.mmdb $(abspath $(GEO_DB)).tmp && \
+	  mv $(abspath $(GEO_DB)).tmp $(abspath $(GEO_DB)) && \
+	  rm -rf $$tmp
+	@echo "country database: $(GEO_DB) ($(GEO_PKG)@$(GEO_VER), CC BY 4.0)"
+
+## fuzz: run every native fuzz target for FUZZTIME each
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+## bench: the benchmarks beside the code
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func testOptions(t *testing.T) options {
+	var o options
+	if err := o.parse("serve", []string{"--data", t.TempDir(), "--api-addr", freeAddr(t), "--admin-addr", freeAddr(t),
+		"--bootstrap-key", "ci-bootstrap-key-0123456789abcdef"}); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func TestServeAnswersWithBootstrapKey(t *testing.T) {
+	o := testOptions(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, "serve", o, quiet) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}()
+	var resp *http.Response
+	var err error
+	for i := 0; i < 100; i++ {
+		req, _ := http.NewRequest("GET", "http://"+o.apiAddr+"/api/workspace", nil)
+		req.Header.Set("Authorization", "Bearer "+o.bootstrapKey)
+		if resp, err = http.DefaultClient.Do(req); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("workspace: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		r, err := http.Get("http://" + o.adminAddr + path)
+		if err != nil || r.StatusCode != 200 {
+			t.Fatalf("%s: %v %v", path, r, err)
+		}
+		r.Body.Close()
+	}
+}
+
+func TestServeRefusesClearly(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o600)
+	for _, tc := range []struct {
+		name string
+		edit func(*options)
+		want string
+	}{
+		{"port in use", func(o *options) { o.apiAddr = busy.Addr().String() }, "api address"},
+		{"data dir is a file", func(o *options) { o.data = file }, "data directory"},
+		{"unknown plan", func(o *options) { o.plan = "platinum" }, "unknown plan"},
+		{"short bootstrap key", func(o *options) { o.bootstrapKey = "short" }, "bootstrap-key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := testOptions(t)
+			tc.edit(&o)
+			err := run(context.Background(), "serve", o, quiet)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("err = %v, want one line containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestFlagsReadEnvironment(t *testing.T) {
+	t.Setenv("PLATFORM_API_ADDR", "127.0.0.1:1234")
+	var o options
+	if err := o.parse("serve", nil); err != nil || o.apiAddr != "127.0.0.1:1234" || o.geoip != "./data/geo/country.mmdb" {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if err := o.parse("serve", []string{"--api-addr", "127.0.0.1:9", "extra"}); err == nil {
+		t.Fatal("a stray argument was accepted")
+	}
+}
