@@ -45,7 +45,7 @@ func TestRouteTableAuthMatrix(t *testing.T) {
 			}
 		})
 		t.Run(name+"/bad key", func(t *testing.T) {
-			if r := env.Client("svc_aaaaaaaaaaaa_" + strings.Repeat("b", 40)).Do(rt.Method, path, "{}"); r.Status != http.StatusUnauthorized {
+			if r := env.Client("svc_aaaaaaaaaaaa_"+strings.Repeat("b", 40)).Do(rt.Method, path, "{}"); r.Status != http.StatusUnauthorized {
 				t.Fatalf("status %d, want 401: %s", r.Status, r.Body)
 			}
 		})
