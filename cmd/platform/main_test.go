@@ -99,6 +99,8 @@ func TestServeRefusesClearly(t *testing.T) {
 
 func TestFlagsReadEnvironment(t *testing.T) {
 	t.Setenv("PLATFORM_API_ADDR", "127.0.0.1:1234")
+	t.Setenv("PLATFORM_GEOIP", "")
+	os.Unsetenv("PLATFORM_GEOIP") // restored by t.Setenv's cleanup
 	var o options
 	if err := o.parse("serve", nil); err != nil || o.apiAddr != "127.0.0.1:1234" || o.geoip != "./data/geo/country.mmdb" {
 		t.Fatalf("%+v %v", o, err)
