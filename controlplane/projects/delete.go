@@ -2,14 +2,12 @@ package projects
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
-	"github.com/svcplatform/platform/controlplane/store"
 )
 
 // Delete removes a project and everything it owns.
@@ -47,14 +45,9 @@ func (s *Service) Delete(ctx context.Context, pr *auth.Principal, id string) err
 	}
 	if len(failed) > 0 {
 		msg := strings.Join(failed, "; ")
-		err := s.db.Tx(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, `UPDATE projects SET status = ?, teardown_error = ?, updated_at = ? WHERE id = ?`,
-				StatusTeardownFailed, msg, store.FormatTime(s.clock.Now()), id); err != nil {
-				return err
-			}
-			return s.audit.Record(ctx, tx, audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "project.teardown_failed", Category: audit.CategoryProject,
-				TargetType: "project", TargetID: id, ProjectID: id, Summary: "deletion incomplete: " + msg})
-		})
+		err := s.store.MarkTeardownFailed(ctx, id, msg, s.clock.Now(), audit.Event{Workspace: pr.WorkspaceID, Actor: pr,
+			Action: "project.teardown_failed", Category: audit.CategoryProject, TargetType: "project", TargetID: id, ProjectID: id,
+			Summary: "deletion incomplete: " + msg})
 		if err != nil {
 			return err
 		}
@@ -62,14 +55,6 @@ func (s *Service) Delete(ctx context.Context, pr *auth.Principal, id string) err
 			"project %s could not be removed completely and is kept as teardown_failed; DELETE it again to retry", p.Name).
 			With("failed", failed).With("status", StatusTeardownFailed)
 	}
-	return s.db.Tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM projects WHERE id = ?`, id); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE project_id = ? AND revoked_at = ''`, store.FormatTime(s.clock.Now()), id); err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "project.delete", Category: audit.CategoryProject,
-			TargetType: "project", TargetID: id, ProjectID: id, Summary: fmt.Sprintf("deleted project %s (%s)", p.Name, p.Slug)})
-	})
+	return s.store.DeleteProject(ctx, id, s.clock.Now(), audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "project.delete",
+		Category: audit.CategoryProject, TargetType: "project", TargetID: id, ProjectID: id, Summary: fmt.Sprintf("deleted project %s (%s)", p.Name, p.Slug)})
 }

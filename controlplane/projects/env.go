@@ -2,8 +2,6 @@ package projects
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -11,7 +9,6 @@ import (
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
-	"github.com/svcplatform/platform/controlplane/store"
 )
 
 // Limits of environment variables.
@@ -104,44 +101,20 @@ func (s *Service) SetEnv(ctx context.Context, pr *auth.Principal, projectID stri
 	if _, err := s.Writable(ctx, pr.WorkspaceID, projectID); err != nil {
 		return EnvAnswer{}, err
 	}
-	now := s.clock.Now()
-	out := EnvAnswer{Variable: Variable{Key: req.Key, Value: req.Value, UpdatedAt: now}, Note: s.note(req.Key)}
-	sealed := s.sealer.Seal([]byte(req.Value), s.aad(projectID, req.Key))
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
-		var created string
-		err := tx.QueryRowContext(ctx, `SELECT id, created_at FROM env_vars WHERE project_id = ? AND key = ?`, projectID, req.Key).Scan(&out.Variable.ID, &created)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM env_vars WHERE project_id = ?`, projectID).Scan(&n); err != nil {
-				return err
+	sv, created, err := s.store.SetVariable(ctx, projectID, req.Key, s.sealer.Seal([]byte(req.Value), s.aad(projectID, req.Key)),
+		s.clock.Now(), MaxEnvPerProject, func(v SealedVariable, created bool) audit.Event {
+			verb := "updated"
+			if created {
+				verb = "created"
 			}
-			if n >= MaxEnvPerProject {
-				return api.Conflict("env_limit", "a project holds at most %d variables", MaxEnvPerProject)
-			}
-			out.Created, out.Variable.ID, out.Variable.CreatedAt = true, store.NewID("env"), now
-			if _, err := tx.ExecContext(ctx, `INSERT INTO env_vars(id, project_id, key, value_enc, created_at, updated_at) VALUES (?,?,?,?,?,?)`,
-				out.Variable.ID, projectID, req.Key, sealed, store.FormatTime(now), store.FormatTime(now)); err != nil {
-				return err
-			}
-		case err != nil:
-			return err
-		default:
-			out.Variable.CreatedAt = store.ParseTime(created)
-			if _, err := tx.ExecContext(ctx, `UPDATE env_vars SET value_enc = ?, updated_at = ? WHERE id = ?`, sealed, store.FormatTime(now), out.Variable.ID); err != nil {
-				return err
-			}
-		}
-		verb := "updated"
-		if out.Created {
-			verb = "created"
-		}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "env.set", Category: audit.CategoryEnv,
-			TargetType: "env", TargetID: out.Variable.ID, ProjectID: projectID, Summary: verb + " variable " + req.Key})
-	})
+			return audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "env.set", Category: audit.CategoryEnv,
+				TargetType: "env", TargetID: v.ID, ProjectID: projectID, Summary: verb + " variable " + req.Key}
+		})
 	if err != nil {
 		return EnvAnswer{}, err
 	}
+	out := EnvAnswer{Created: created, Note: s.note(req.Key),
+		Variable: Variable{ID: sv.ID, Key: sv.Key, Value: req.Value, CreatedAt: sv.CreatedAt, UpdatedAt: sv.UpdatedAt}}
 	out.FunctionsBehind, err = s.functionsBehind(ctx, projectID)
 	return out, err
 }
@@ -166,27 +139,19 @@ func (s *Service) Env(ctx context.Context, workspace, projectID string) (EnvList
 }
 
 func (s *Service) envRows(ctx context.Context, projectID string) ([]Variable, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, key, value_enc, created_at, updated_at FROM env_vars WHERE project_id = ? ORDER BY key`, projectID)
+	sealed, err := s.store.Variables(ctx, projectID)
 	if err != nil {
-		return nil, fmt.Errorf("projects: env: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	out := []Variable{}
-	for rows.Next() {
-		var v Variable
-		var enc []byte
-		var created, updated string
-		if err := rows.Scan(&v.ID, &v.Key, &enc, &created, &updated); err != nil {
-			return nil, fmt.Errorf("projects: env: %w", err)
-		}
-		val, err := s.sealer.Open(enc, s.aad(projectID, v.Key))
+	out := make([]Variable, 0, len(sealed))
+	for _, v := range sealed {
+		val, err := s.sealer.Open(v.Sealed, s.aad(projectID, v.Key))
 		if err != nil {
 			return nil, fmt.Errorf("projects: env %s: %w", v.Key, err)
 		}
-		v.Value, v.CreatedAt, v.UpdatedAt = string(val), store.ParseTime(created), store.ParseTime(updated)
-		out = append(out, v)
+		out = append(out, Variable{ID: v.ID, Key: v.Key, Value: string(val), CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt})
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // DeployEnv is what a deployment receives: the stored variables with
@@ -219,45 +184,29 @@ func (s *Service) PatchEnv(ctx context.Context, pr *auth.Principal, projectID, e
 	if _, err := s.Writable(ctx, pr.WorkspaceID, projectID); err != nil {
 		return EnvAnswer{}, err
 	}
-	var out EnvAnswer
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
-		var v Variable
-		var enc []byte
-		var created string
-		err := tx.QueryRowContext(ctx, `SELECT id, key, value_enc, created_at FROM env_vars WHERE id = ? AND project_id = ?`, envID, projectID).
-			Scan(&v.ID, &v.Key, &enc, &created)
-		if errors.Is(err, sql.ErrNoRows) {
-			return api.NotFound("variable")
-		}
+	var value string
+	sv, err := s.store.UpdateVariable(ctx, projectID, envID, func(v *SealedVariable) error {
+		val, err := s.sealer.Open(v.Sealed, s.aad(projectID, v.Key))
 		if err != nil {
 			return err
 		}
-		val, err := s.sealer.Open(enc, s.aad(projectID, v.Key))
-		if err != nil {
-			return err
-		}
-		v.Value, v.CreatedAt, v.UpdatedAt = string(val), store.ParseTime(created), s.clock.Now()
+		value = string(val)
 		if req.Key != nil {
 			v.Key = *req.Key
 		}
 		if req.Value != nil {
-			v.Value = *req.Value
+			value = *req.Value
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE env_vars SET key = ?, value_enc = ?, updated_at = ? WHERE id = ?`,
-			v.Key, s.sealer.Seal([]byte(v.Value), s.aad(projectID, v.Key)), store.FormatTime(v.UpdatedAt), v.ID)
-		if store.IsUniqueViolation(err) {
-			return api.Conflict("env_exists", "variable %s already exists", v.Key)
-		}
-		if err != nil {
-			return err
-		}
-		out = EnvAnswer{Variable: v, Note: s.note(v.Key)}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "env.set", Category: audit.CategoryEnv,
-			TargetType: "env", TargetID: v.ID, ProjectID: projectID, Summary: "updated variable " + v.Key})
+		v.Sealed, v.UpdatedAt = s.sealer.Seal([]byte(value), s.aad(projectID, v.Key)), s.clock.Now()
+		return nil
+	}, func(v SealedVariable) audit.Event {
+		return audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "env.set", Category: audit.CategoryEnv,
+			TargetType: "env", TargetID: v.ID, ProjectID: projectID, Summary: "updated variable " + v.Key}
 	})
 	if err != nil {
 		return EnvAnswer{}, err
 	}
+	out := EnvAnswer{Note: s.note(sv.Key), Variable: Variable{ID: sv.ID, Key: sv.Key, Value: value, CreatedAt: sv.CreatedAt, UpdatedAt: sv.UpdatedAt}}
 	out.FunctionsBehind, err = s.functionsBehind(ctx, projectID)
 	return out, err
 }
@@ -267,19 +216,8 @@ func (s *Service) DeleteEnv(ctx context.Context, pr *auth.Principal, projectID, 
 	if _, err := s.Writable(ctx, pr.WorkspaceID, projectID); err != nil {
 		return err
 	}
-	return s.db.Tx(ctx, func(tx *sql.Tx) error {
-		var key string
-		err := tx.QueryRowContext(ctx, `SELECT key FROM env_vars WHERE id = ? AND project_id = ?`, envID, projectID).Scan(&key)
-		if errors.Is(err, sql.ErrNoRows) {
-			return api.NotFound("variable")
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM env_vars WHERE id = ?`, envID); err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "env.delete", Category: audit.CategoryEnv,
-			TargetType: "env", TargetID: envID, ProjectID: projectID, Summary: "deleted variable " + key})
+	return s.store.DeleteVariable(ctx, projectID, envID, func(key string) audit.Event {
+		return audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "env.delete", Category: audit.CategoryEnv,
+			TargetType: "env", TargetID: envID, ProjectID: projectID, Summary: "deleted variable " + key}
 	})
 }

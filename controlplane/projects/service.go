@@ -2,7 +2,6 @@ package projects
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/mail"
@@ -44,12 +43,11 @@ func (c *Config) Provision() {
 	}
 }
 
-// Service is the projects area.
+// Service is the projects area: its rules, over a Store.
 type Service struct {
 	cfg         Config
-	db          *store.DB
+	store       Store
 	clock       clock.Clock
-	audit       *audit.Log
 	meter       metering.Recorder
 	sealer      *seal.Sealer
 	deployments Deployments
@@ -57,10 +55,12 @@ type Service struct {
 	counters    map[string]Counter
 }
 
-// New returns the projects service.
+// New returns the projects service over the platform's SQL database.
 func New(cfg Config, db *store.DB, clk clock.Clock, log *audit.Log, meter metering.Recorder, sealer *seal.Sealer) *Service {
 	cfg.Provision()
-	return &Service{cfg: cfg, db: db, clock: clk, audit: log, meter: meter, sealer: sealer, counters: map[string]Counter{}}
+	s := &Service{cfg: cfg, clock: clk, meter: meter, sealer: sealer, counters: map[string]Counter{}}
+	s.store = &SQLStore{DB: db, Audit: log, Address: s.Address}
+	return s
 }
 
 // SetDeployments installs what knows the projects' deployments.
@@ -81,28 +81,9 @@ func (s *Service) Address(slug string) string {
 	return "https://" + host
 }
 
-const projectCols = `id, workspace_id, name, slug, repo_url, repo_branch, mail_sender_name, mail_from, mail_reply_to, status, teardown_error, created_at, updated_at`
-
-func (s *Service) scan(sc interface{ Scan(...any) error }) (Project, error) {
-	var p Project
-	var created, updated string
-	err := sc.Scan(&p.ID, &p.WorkspaceID, &p.Name, &p.Slug, &p.RepoURL, &p.RepoBranch, &p.MailSenderName, &p.MailFrom, &p.MailReplyTo,
-		&p.Status, &p.TeardownError, &created, &updated)
-	p.CreatedAt, p.UpdatedAt = store.ParseTime(created), store.ParseTime(updated)
-	p.URL = s.Address(p.Slug)
-	return p, err
-}
-
 // Get returns a project of the workspace (404 for another workspace's).
 func (s *Service) Get(ctx context.Context, workspace, id string) (Project, error) {
-	p, err := s.scan(s.db.QueryRowContext(ctx, `SELECT `+projectCols+` FROM projects WHERE id = ? AND workspace_id = ?`, id, workspace))
-	if errors.Is(err, sql.ErrNoRows) {
-		return p, api.NotFound("project")
-	}
-	if err != nil {
-		return p, fmt.Errorf("projects: get: %w", err)
-	}
-	return p, nil
+	return s.store.Project(ctx, workspace, id)
 }
 
 // Exists tells whether a project exists in a workspace.
@@ -151,36 +132,14 @@ func (s *Service) withServing(ctx context.Context, p Project) (Project, Serving,
 // List returns the workspace's projects (only its own for a project key),
 // each with live_url.
 func (s *Service) List(ctx context.Context, pr *auth.Principal) ([]Project, error) {
-	q := `SELECT ` + projectCols + ` FROM projects WHERE workspace_id = ?`
-	args := []any{pr.WorkspaceID}
-	if pr.ProjectID != "" {
-		q += ` AND id = ?`
-		args = append(args, pr.ProjectID)
-	}
-	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_at, id`, args...)
+	out, err := s.store.Projects(ctx, pr.WorkspaceID, pr.ProjectID)
 	if err != nil {
-		return nil, fmt.Errorf("projects: list: %w", err)
-	}
-	var out []Project
-	for rows.Next() {
-		p, err := s.scan(rows)
-		if err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("projects: list: %w", err)
-		}
-		out = append(out, p)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	for i := range out {
 		if out[i], _, err = s.withServing(ctx, out[i]); err != nil {
 			return nil, err
 		}
-	}
-	if out == nil {
-		out = []Project{}
 	}
 	return out, nil
 }
@@ -271,30 +230,13 @@ func (s *Service) Create(ctx context.Context, pr *auth.Principal, req CreateRequ
 	}
 	now := s.clock.Now()
 	p := Project{ID: store.NewID("prj"), WorkspaceID: pr.WorkspaceID, Name: name, RepoURL: req.RepoURL, Status: StatusActive, CreatedAt: now, UpdatedAt: now}
-	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
-		for i := 1; ; i++ {
-			p.Slug = base
-			if i > 1 {
-				sfx := "-" + strconv.Itoa(i)
-				p.Slug = strings.TrimRight(base[:min(len(base), MaxSlugLen-len(sfx))], "-") + sfx
-			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO projects(id, workspace_id, name, slug, repo_url, status, created_at, updated_at)
-				VALUES (?,?,?,?,?,?,?,?)`, p.ID, p.WorkspaceID, name, p.Slug, p.RepoURL, StatusActive, store.FormatTime(now), store.FormatTime(now))
-			if store.IsUniqueViolation(err) && i < 1000 {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			break
-		}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "project.create", Category: audit.CategoryProject,
-			TargetType: "project", TargetID: p.ID, ProjectID: p.ID, Summary: fmt.Sprintf("created project %s (%s)", name, p.Slug)})
+	err = s.store.CreateProject(ctx, &p, base, func(p Project) audit.Event {
+		return audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "project.create", Category: audit.CategoryProject,
+			TargetType: "project", TargetID: p.ID, ProjectID: p.ID, Summary: fmt.Sprintf("created project %s (%s)", name, p.Slug)}
 	})
 	if err != nil {
 		return Project{}, err
 	}
-	p.URL = s.Address(p.Slug)
 	s.meter.Record(ctx, metering.Event{Workspace: pr.WorkspaceID, Project: p.ID, Metric: metering.Projects, Quantity: 1})
 	return p, nil
 }
@@ -359,18 +301,10 @@ func (s *Service) Update(ctx context.Context, pr *auth.Principal, id string, req
 	if err := validEmailField("mailReplyTo", req.MailReplyTo); err != nil {
 		return Project{}, err
 	}
-	var p Project
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
-		var err error
-		p, err = s.scan(tx.QueryRowContext(ctx, `SELECT `+projectCols+` FROM projects WHERE id = ? AND workspace_id = ?`, id, pr.WorkspaceID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return api.NotFound("project")
-		}
-		if err != nil {
-			return err
-		}
+	now := s.clock.Now()
+	p, err := s.store.UpdateProject(ctx, pr.WorkspaceID, id, func(p *Project) ([]string, error) {
 		if p.Status == StatusTeardownFailed {
-			return ErrTeardownFailed
+			return nil, ErrTeardownFailed
 		}
 		var changed []string
 		set := func(field string, dst *string, v *string) {
@@ -385,16 +319,13 @@ func (s *Service) Update(ctx context.Context, pr *auth.Principal, id string, req
 		set("mailSenderName", &p.MailSenderName, req.MailSenderName)
 		set("mailFrom", &p.MailFrom, req.MailFrom)
 		set("mailReplyTo", &p.MailReplyTo, req.MailReplyTo)
-		if len(changed) == 0 {
-			return nil
+		if len(changed) > 0 {
+			p.UpdatedAt = now
 		}
-		p.UpdatedAt = s.clock.Now()
-		if _, err := tx.ExecContext(ctx, `UPDATE projects SET name=?, repo_url=?, repo_branch=?, mail_sender_name=?, mail_from=?, mail_reply_to=?, updated_at=?
-			WHERE id = ?`, p.Name, p.RepoURL, p.RepoBranch, p.MailSenderName, p.MailFrom, p.MailReplyTo, store.FormatTime(p.UpdatedAt), id); err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "project.update", Category: audit.CategorySettings,
-			TargetType: "project", TargetID: id, ProjectID: id, Summary: "changed " + strings.Join(changed, ", "), Details: map[string]any{"fields": changed}})
+		return changed, nil
+	}, func(p Project, changed []string) audit.Event {
+		return audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "project.update", Category: audit.CategorySettings,
+			TargetType: "project", TargetID: id, ProjectID: id, Summary: "changed " + strings.Join(changed, ", "), Details: map[string]any{"fields": changed}}
 	})
 	if err != nil {
 		return Project{}, err
