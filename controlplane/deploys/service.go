@@ -1,0 +1,540 @@
+// Package deploys builds deployments from repo commits and tracks what each
+// project serves.
+//
+// POST /api/repos/{id}/deploy records a deployment in state deploying and
+// builds it in the background: the commit's manifest (platform.json) decides
+// the kind (static site, server app or function); the file guard of package
+// rules omits private files, each with a log line; environment variables are
+// copied in (SERVICE_PROJECT_ID forced); the CDN setting in force is pinned,
+// and functions pin the Shield rules in force. The deployment then goes live
+// and becomes the project's serving deployment in the same transaction that
+// publishes a new edge configuration. A deploy interrupted by a restart is
+// marked failed on the next start; an older commit than the one serving is a
+// rollback.
+package deploys
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/controlplane/audit"
+	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/blobs"
+	"github.com/svcplatform/platform/controlplane/cdn"
+	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
+	"github.com/svcplatform/platform/controlplane/metering"
+	"github.com/svcplatform/platform/controlplane/projects"
+	"github.com/svcplatform/platform/controlplane/repos"
+	"github.com/svcplatform/platform/controlplane/seal"
+	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/rules"
+)
+
+// Projects is what deploys need of the projects area.
+type Projects interface {
+	Writable(ctx context.Context, workspace, id string) (projects.Project, error)
+	Get(ctx context.Context, workspace, id string) (projects.Project, error)
+	DeployEnv(ctx context.Context, projectID string) (map[string]string, error)
+}
+
+// Repos is what deploys need of the repos area.
+type Repos interface {
+	Get(ctx context.Context, workspace, id string) (repos.Repo, error)
+	Snapshot(ctx context.Context, workspace, repoID string, commit int) (repos.Snapshot, error)
+	Blob(sum string) ([]byte, error)
+}
+
+// Settings give the CDN and Shield settings in force for a workspace.
+type Settings interface {
+	CDN(ctx context.Context, workspace string) (cdn.Settings, error)
+	Shield(ctx context.Context, workspace string) (rules.Settings, error)
+}
+
+// Publisher publishes changes to the edges (edgesync.Service.Change).
+type Publisher interface {
+	Change(ctx context.Context, fn func(tx *sql.Tx) error) error
+}
+
+// Config wires the service.
+type Config struct {
+	DB       *store.DB
+	Blobs    *blobs.Store
+	Clock    clock.Clock
+	Audit    *audit.Log
+	Meter    metering.Recorder
+	Sealer   *seal.Sealer
+	Logger   *slog.Logger
+	Projects Projects
+	Repos    Repos
+	Settings Settings
+	Pub      Publisher
+	// ProbeTimeout bounds the origin reachability check of apps and
+	// functions (DefaultProbeTimeout when 0).
+	ProbeTimeout time.Duration
+}
+
+// DefaultProbeTimeout bounds one origin reachability check.
+const DefaultProbeTimeout = 2 * time.Second
+
+// Service is the deploys area.
+type Service struct {
+	cfg    Config
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // background goroutines, builds included
+	builds sync.WaitGroup // running builds
+
+	mu     sync.Mutex
+	hook   func(deploymentID string)
+	health map[string]bool // deployment id -> origin answered at the last probe
+}
+
+// New returns the service and marks deployments a restart interrupted as
+// failed.
+func New(ctx context.Context, cfg Config) (*Service, error) {
+	if cfg.ProbeTimeout == 0 {
+		cfg.ProbeTimeout = DefaultProbeTimeout
+	}
+	s := &Service{cfg: cfg, health: map[string]bool{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.failInterrupted(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// failInterrupted fails the deployments left deploying by a stopped process.
+func (s *Service) failInterrupted(ctx context.Context) error {
+	ds, err := queryDeployments(ctx, s.cfg.DB, 0, `d.state = ?`, stateDeploying)
+	if err != nil {
+		return err
+	}
+	for _, d := range ds {
+		if err := s.fail(ctx, d, "interrupted by a restart of the platform: deploy again"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close stops the background builds and waits for them; each one stopped
+// is marked failed.
+func (s *Service) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// SetBuildHook installs fn, called at the start of every background build
+// with the deployment id (tests hold a build there to observe deploying).
+func (s *Service) SetBuildHook(fn func(deploymentID string)) {
+	s.mu.Lock()
+	s.hook = fn
+	s.mu.Unlock()
+}
+
+// Wait blocks until no build runs (tests).
+func (s *Service) Wait() { s.builds.Wait() }
+
+// DeployRequest is the body of POST /api/repos/{id}/deploy.
+type DeployRequest struct {
+	ProjectID string `json:"projectId"`
+	// Commit is the commit number to deploy; omitted for the latest.
+	Commit int `json:"commit,omitempty"`
+}
+
+// source is what a deployment is built from.
+type source struct {
+	kind     string // repo or redeploy
+	repoID   string
+	repoName string
+	commit   int
+	manifest Manifest
+	files    []repos.File // repo files (repo) or kept files (redeploy)
+	types    map[string]string
+}
+
+// Deploy starts deploying a commit of a repo to a project and answers at
+// once with the deployment in state deploying. Everything that can be
+// refused is checked first; a refused deploy stores nothing.
+func (s *Service) Deploy(ctx context.Context, pr *auth.Principal, repoID string, req DeployRequest) (Deployment, error) {
+	if req.ProjectID == "" {
+		return Deployment{}, api.Invalid("projectId is required: the project to deploy to")
+	}
+	if req.Commit < 0 {
+		return Deployment{}, api.Invalid("commit must be a commit number (1, 2, 3 ...), or omitted for the latest")
+	}
+	p, err := s.cfg.Projects.Writable(ctx, pr.WorkspaceID, req.ProjectID)
+	if err != nil {
+		return Deployment{}, err
+	}
+	snap, err := s.cfg.Repos.Snapshot(ctx, pr.WorkspaceID, repoID, req.Commit)
+	if err != nil {
+		return Deployment{}, err
+	}
+	m, err := s.manifest(snap.Files)
+	if err != nil {
+		return Deployment{}, api.E(api.KindInvalid, "invalid_manifest", "commit %d: %v", snap.Commit, err)
+	}
+	src := source{kind: "repo", repoID: repoID, repoName: snap.Repo.Name, commit: snap.Commit, manifest: m, files: snap.Files}
+	return s.start(ctx, pr, p, src)
+}
+
+// manifest reads platform.json from a commit's files (static without it).
+func (s *Service) manifest(files []repos.File) (Manifest, error) {
+	for _, f := range files {
+		if f.Path != ManifestFile {
+			continue
+		}
+		if f.Binary {
+			return Manifest{}, fmt.Errorf("%s is not a text file", ManifestFile)
+		}
+		data, err := s.cfg.Repos.Blob(f.SHA256)
+		if err != nil {
+			return Manifest{}, err
+		}
+		return ParseManifest(data)
+	}
+	m := Manifest{}
+	return m, m.Validate()
+}
+
+// start records the deployment and launches its build.
+func (s *Service) start(ctx context.Context, pr *auth.Principal, p projects.Project, src source) (Deployment, error) {
+	now := s.cfg.Clock.Now()
+	d := Deployment{ID: store.NewID("dpl"), ProjectID: p.ID, RepoID: src.repoID, RepoName: src.repoName, Commit: src.commit,
+		Source: src.kind, Kind: src.manifest.Kind, Origin: src.manifest.Origin, Root: src.manifest.Root, State: StateDeploying,
+		CDN: cdn.Default().Edge(), EnvKeys: []string{}, Actor: pr.Label(), CreatedAt: now, workspaceID: pr.WorkspaceID}
+	var replaced *Deployment
+	err := s.cfg.DB.Tx(ctx, func(tx *sql.Tx) error {
+		var running string
+		err := tx.QueryRowContext(ctx, `SELECT id FROM deployments WHERE project_id = ? AND state = ?`, p.ID, stateDeploying).Scan(&running)
+		if err == nil {
+			return api.Conflict("deploy_in_progress", "project %s is already deploying (%s): wait for it to finish", p.Slug, running).With("deploymentId", running)
+		}
+		if err != sql.ErrNoRows {
+			return err
+		}
+		if replaced, err = servingOf(ctx, tx, p.ID); err != nil {
+			return err
+		}
+		d.Rollback = replaced != nil && src.kind == "repo" && replaced.RepoID == src.repoID && replaced.Commit > src.commit
+		if _, err := tx.ExecContext(ctx, `INSERT INTO deployments(id, workspace_id, project_id, repo_id, repo_name, commit_number, source, kind, origin, root,
+			state, rollback, actor, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			d.ID, pr.WorkspaceID, p.ID, d.RepoID, d.RepoName, d.Commit, d.Source, d.Kind, d.Origin, d.Root, stateDeploying, d.Rollback, d.Actor,
+			store.FormatTime(now)); err != nil {
+			return fmt.Errorf("deploys: start: %w", err)
+		}
+		what := fmt.Sprintf("commit %d of %s", d.Commit, d.RepoName)
+		if src.kind == "redeploy" {
+			what = "the kept files of the serving deployment"
+		}
+		line := fmt.Sprintf("deploying %s to %s as a %s", what, p.Slug, kindName(d.Kind))
+		if d.Rollback {
+			line += fmt.Sprintf(" (rollback: replaces commit %d)", replaced.Commit)
+		}
+		if err := appendLog(ctx, tx, d.ID, now, line); err != nil {
+			return err
+		}
+		action := "deploy.start"
+		if d.Rollback {
+			action = "deploy.rollback"
+		}
+		return s.cfg.Audit.Record(ctx, tx, audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: action, Category: audit.CategoryDeploy,
+			TargetType: "deployment", TargetID: d.ID, ProjectID: p.ID, Summary: line})
+	})
+	if err != nil {
+		return Deployment{}, err
+	}
+	s.cfg.Meter.Record(ctx, metering.Event{Workspace: pr.WorkspaceID, Project: p.ID, Metric: metering.Deploys, Quantity: 1})
+	s.wg.Add(1)
+	s.builds.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.builds.Done()
+		s.build(d, p, src)
+	}()
+	return d, nil
+}
+
+func kindName(kind string) string {
+	switch kind {
+	case snapshot.KindApp:
+		return "server app"
+	case snapshot.KindFunction:
+		return "function"
+	}
+	return "static site"
+}
+
+// builder accumulates a build's log lines, written as they come so the log
+// shows progress.
+type builder struct {
+	s *Service
+	d *Deployment
+}
+
+func (b builder) logf(format string, args ...any) {
+	if err := appendLog(b.s.ctx, b.s.cfg.DB, b.d.ID, b.s.cfg.Clock.Now(), fmt.Sprintf(format, args...)); err != nil {
+		b.s.cfg.Logger.Warn("deploy log", "deployment", b.d.ID, "err", err)
+	}
+}
+
+// build runs in the background: it turns the source into the deployment's
+// manifest, pins what must be pinned and makes it live, or marks it failed.
+func (s *Service) build(d Deployment, p projects.Project, src source) {
+	s.mu.Lock()
+	hook := s.hook
+	s.mu.Unlock()
+	if hook != nil {
+		hook(d.ID)
+	}
+	began := time.Now()
+	err := s.buildAndGoLive(&d, p, src)
+	if err != nil {
+		msg := err.Error()
+		if s.ctx.Err() != nil {
+			msg = "interrupted: the platform is shutting down; deploy again"
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if ferr := s.fail(ctx, d, msg); ferr != nil {
+			s.cfg.Logger.Error("deploy: mark failed", "deployment", d.ID, "err", ferr)
+		}
+		cancel()
+	}
+	s.cfg.Meter.Record(context.Background(), metering.Event{Workspace: d.workspaceID, Project: d.ProjectID, Metric: metering.BuildSeconds,
+		Quantity: time.Since(began).Seconds()})
+}
+
+// fail marks a deployment failed with a last log line.
+func (s *Service) fail(ctx context.Context, d Deployment, msg string) error {
+	now := s.cfg.Clock.Now()
+	return s.cfg.DB.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE deployments SET state = ?, error = ?, finished_at = ? WHERE id = ? AND state = ?`,
+			stateFailed, msg, store.FormatTime(now), d.ID, stateDeploying); err != nil {
+			return err
+		}
+		if err := appendLog(ctx, tx, d.ID, now, "failed: "+msg); err != nil {
+			return err
+		}
+		return s.cfg.Audit.Record(ctx, tx, audit.Event{Workspace: d.workspaceID, Action: "deploy.failed", Category: audit.CategoryDeploy,
+			TargetType: "deployment", TargetID: d.ID, ProjectID: d.ProjectID, Summary: "deploy failed: " + msg})
+	})
+}
+
+type fileOut struct {
+	path, sha, ctype string
+	size             int64
+}
+
+func (s *Service) buildAndGoLive(d *Deployment, p projects.Project, src source) error {
+	ctx := s.ctx
+	b := builder{s: s, d: d}
+	var files []fileOut
+	if d.Kind == snapshot.KindStatic {
+		var err error
+		if files, err = s.staticFiles(b, src); err != nil {
+			return err
+		}
+	} else {
+		b.logf("%s: requests are forwarded to %s", kindName(d.Kind), d.Origin)
+		if err := probe(ctx, d.Origin, s.cfg.ProbeTimeout); err != nil {
+			b.logf("warning: origin %s does not answer yet (%v): visitors get 502 until it does", d.Origin, err)
+			s.setHealth(d.ID, false)
+		} else {
+			b.logf("origin %s answers", d.Origin)
+			s.setHealth(d.ID, true)
+		}
+	}
+
+	env, err := s.cfg.Projects.DeployEnv(ctx, p.ID)
+	if err != nil {
+		return fmt.Errorf("environment variables: %w", err)
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	envJSON, _ := json.Marshal(env)
+	sealedEnv := s.cfg.Sealer.Seal(envJSON, envAAD(d.ID))
+	d.EnvKeys, d.envDigest = keys, envDigest(env)
+	b.logf("environment: %d variable(s) copied in: %s", len(keys), strings.Join(keys, ", "))
+
+	c, err := s.cfg.Settings.CDN(ctx, d.workspaceID)
+	if err != nil {
+		return fmt.Errorf("CDN settings: %w", err)
+	}
+	d.CDN = c.Edge()
+	if d.Kind == snapshot.KindStatic {
+		if c.Enabled {
+			b.logf("CDN: pages cached for %d seconds (pinned to this deployment)", c.CacheTTLSeconds)
+		} else {
+			b.logf("CDN: off: every visit is served fresh")
+		}
+	}
+	sh, err := s.cfg.Settings.Shield(ctx, d.workspaceID)
+	if err != nil {
+		return fmt.Errorf("shield settings: %w", err)
+	}
+	shieldJSON := ""
+	if d.Kind == snapshot.KindFunction {
+		d.Shield = &sh
+		raw, _ := json.Marshal(sh)
+		shieldJSON = string(raw)
+	}
+	b.logf("%s", shieldLine(d.Kind, sh))
+
+	now := s.cfg.Clock.Now()
+	err = s.cfg.Pub.Change(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO deployment_files(deployment_id, path, sha256, size, content_type) VALUES (?,?,?,?,?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		var size int64
+		for _, f := range files {
+			if _, err := stmt.ExecContext(ctx, d.ID, f.path, f.sha, f.size, f.ctype); err != nil {
+				return err
+			}
+			size += f.size
+		}
+		keysJSON, _ := json.Marshal(keys)
+		res, err := tx.ExecContext(ctx, `UPDATE deployments SET state = ?, env_sealed = ?, env_digest = ?, env_keys = ?, cdn_enabled = ?, cdn_ttl = ?,
+			shield = ?, file_count = ?, total_size = ?, finished_at = ? WHERE id = ? AND state = ?`,
+			stateReady, sealedEnv, d.envDigest, string(keysJSON), d.CDN.Enabled, d.CDN.CacheTTLSeconds, shieldJSON, len(files), size,
+			store.FormatTime(now), d.ID, stateDeploying)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("deployment %s is no longer deploying", d.ID)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO project_serving(project_id, deployment_id, since) VALUES (?,?,?)
+			ON CONFLICT(project_id) DO UPDATE SET deployment_id = excluded.deployment_id, since = excluded.since`, p.ID, d.ID, store.FormatTime(now)); err != nil {
+			return err
+		}
+		if err := appendLog(ctx, tx, d.ID, now, "live at "+p.URL); err != nil {
+			return err
+		}
+		return s.cfg.Audit.Record(ctx, tx, audit.Event{Workspace: d.workspaceID, Action: "deploy.live", Category: audit.CategoryDeploy,
+			TargetType: "deployment", TargetID: d.ID, ProjectID: p.ID, Summary: fmt.Sprintf("%s is live with %s", p.Slug, d.ID)})
+	})
+	if err != nil {
+		return fmt.Errorf("going live: %w", err)
+	}
+	return nil
+}
+
+// staticFiles applies the manifest root and the file guard to the source's
+// files and checks every blob is stored.
+func (s *Service) staticFiles(b builder, src source) ([]fileOut, error) {
+	var out []fileOut
+	index := false
+	for _, f := range src.files {
+		p := f.Path
+		if src.kind == "repo" && p == ManifestFile {
+			b.logf("%s: read as the deploy manifest, not served", ManifestFile)
+			continue
+		}
+		if root := src.manifest.Root; root != "" && src.kind == "repo" {
+			rest, ok := strings.CutPrefix(p, root+"/")
+			if !ok {
+				continue
+			}
+			p = rest
+		}
+		if private, reason := rules.PrivateFile(p); private {
+			b.logf("omitted private file %s (%s): the file guard answers 404 for it", p, reason)
+			continue
+		}
+		if f.SHA256 == "" || !s.cfg.Blobs.Has(f.SHA256) {
+			return nil, fmt.Errorf("file %s is missing from storage", p)
+		}
+		ctype := src.types[p]
+		if ctype == "" {
+			ctype = contentType(p, func() []byte {
+				head, _ := s.cfg.Blobs.Head(f.SHA256, 512)
+				return head
+			})
+		}
+		out = append(out, fileOut{path: p, sha: f.SHA256, ctype: ctype, size: f.Size})
+		index = index || p == "index.html"
+	}
+	if len(out) == 0 {
+		if src.manifest.Root != "" {
+			return nil, fmt.Errorf("nothing to serve: no public files under root %q", src.manifest.Root)
+		}
+		return nil, fmt.Errorf("nothing to serve: the commit holds no public files")
+	}
+	b.logf("static site: %d file(s) to serve", len(out))
+	if !index {
+		b.logf("warning: no index.html at the site root: / answers 404")
+	}
+	return out, nil
+}
+
+// shieldLine is the deploy log's line about Shield, naming the blocked
+// countries.
+func shieldLine(kind string, st rules.Settings) string {
+	countries := "no blocked countries"
+	if len(st.BlockedCountries) > 0 {
+		countries = "blocked countries: " + strings.Join(st.BlockedCountries, ", ")
+	}
+	if !st.Enabled {
+		countries = "Shield is turned off (" + countries + ")"
+	}
+	switch kind {
+	case snapshot.KindFunction:
+		return "Shield: rules pinned to this function until its next deploy; " + countries
+	case snapshot.KindApp:
+		return "Shield: country rules apply to this server app; " + countries
+	}
+	return "Shield: " + countries
+}
+
+func envAAD(deploymentID string) []byte { return []byte("deployment env\x00" + deploymentID) }
+
+// envDigest identifies a set of variables, to tell functions running older
+// values.
+func envDigest(env map[string]string) string {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(env[k]), env[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Env returns the environment variables copied into a deployment (for the
+// runtime of apps and functions; never shown by the API).
+func (s *Service) Env(ctx context.Context, deploymentID string) (map[string]string, error) {
+	var sealed []byte
+	if err := s.cfg.DB.QueryRowContext(ctx, `SELECT env_sealed FROM deployments WHERE id = ?`, deploymentID).Scan(&sealed); err != nil {
+		return nil, fmt.Errorf("deploys: env: %w", err)
+	}
+	env := map[string]string{}
+	if sealed == nil {
+		return env, nil
+	}
+	raw, err := s.cfg.Sealer.Open(sealed, envAAD(deploymentID))
+	if err != nil {
+		return nil, fmt.Errorf("deploys: env: %w", err)
+	}
+	return env, json.Unmarshal(raw, &env)
+}

@@ -1,0 +1,386 @@
+package deploys
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
+	"github.com/svcplatform/platform/controlplane/projects"
+	"github.com/svcplatform/platform/controlplane/repos"
+	"github.com/svcplatform/platform/controlplane/shield"
+	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/rules"
+)
+
+var (
+	_ projects.Deployments = (*Service)(nil)
+	_ shield.Sites         = (*Service)(nil)
+)
+
+// probe checks that origin accepts TCP connections.
+func probe(ctx context.Context, origin string, timeout time.Duration) error {
+	u, err := url.Parse(origin)
+	if err != nil {
+		return err
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+func (s *Service) setHealth(id string, ok bool) {
+	s.mu.Lock()
+	s.health[id] = ok
+	s.mu.Unlock()
+}
+
+// down reports whether the last probe of a deployment's origin failed.
+func (s *Service) down(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ok, probed := s.health[id]
+	return probed && !ok
+}
+
+// ProbeOrigins checks the origin of every serving app and function once;
+// a project whose origin does not answer shows serving state down.
+func (s *Service) ProbeOrigins(ctx context.Context) error {
+	ds, err := queryDeployments(ctx, s.cfg.DB, 0, `s.project_id IS NOT NULL AND d.kind <> ?`, snapshot.KindStatic)
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(ds))
+	for _, d := range ds {
+		seen[d.ID] = true
+		s.setHealth(d.ID, probe(ctx, d.Origin, s.cfg.ProbeTimeout) == nil)
+	}
+	s.mu.Lock()
+	for id := range s.health {
+		if !seen[id] {
+			delete(s.health, id)
+		}
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// RunProber probes origins every interval until ctx ends or Close.
+func (s *Service) RunProber(ctx context.Context, every time.Duration) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.ctx.Done():
+				return
+			case <-t.C:
+				if err := s.ProbeOrigins(s.ctx); err != nil && s.ctx.Err() == nil {
+					s.cfg.Logger.Warn("deploys: probe origins", "err", err)
+				}
+			}
+		}
+	}()
+}
+
+// Serving implements projects.Deployments: not_deployed before any
+// deploy; deploying while one runs; live when a deployment serves (down
+// when it is an app or function whose origin does not answer); failed when
+// the last deploy failed and nothing serves. The deployment shown is the
+// serving one, else the latest attempt.
+func (s *Service) Serving(ctx context.Context, p projects.Project) (projects.Serving, *string, error) {
+	serving, err := servingOf(ctx, s.cfg.DB, p.ID)
+	if err != nil {
+		return projects.Serving{}, nil, err
+	}
+	latest, err := latestOf(ctx, s.cfg.DB, p.ID)
+	if err != nil {
+		return projects.Serving{}, nil, err
+	}
+	sv := projects.Serving{State: projects.NotDeployed}
+	var live *string
+	if serving != nil {
+		sv.Deployment = serving
+		url := p.URL
+		live = &url
+	} else if latest != nil {
+		sv.Deployment = latest
+	}
+	switch {
+	case latest == nil:
+	case latest.State == StateDeploying:
+		sv.State = projects.Deploying
+	case serving != nil && s.down(serving.ID):
+		sv.State = projects.Down
+	case serving != nil:
+		sv.State = projects.Live
+	case latest.State == StateFailed:
+		sv.State = projects.Failed
+	}
+	return sv, live, nil
+}
+
+// DeployAction implements projects.Deployments: rebuild the latest commit
+// of the repo the project was last deployed from, or, when that repo is
+// gone, redeploy the serving deployment's kept files.
+func (s *Service) DeployAction(ctx context.Context, p projects.Project) (projects.DeployAction, error) {
+	a, _, err := s.action(ctx, p)
+	return a, err
+}
+
+func (s *Service) action(ctx context.Context, p projects.Project) (projects.DeployAction, *Deployment, error) {
+	ds, err := queryDeployments(ctx, s.cfg.DB, 1, `d.project_id = ? AND d.repo_id <> ''`, p.ID)
+	if err != nil {
+		return projects.DeployAction{}, nil, err
+	}
+	serving, err := servingOf(ctx, s.cfg.DB, p.ID)
+	if err != nil {
+		return projects.DeployAction{}, nil, err
+	}
+	if len(ds) > 0 {
+		r, err := s.cfg.Repos.Get(ctx, p.WorkspaceID, ds[0].RepoID)
+		if err == nil && r.Commits > 0 {
+			return projects.DeployAction{Kind: "rebuild", RepoID: r.ID, Commit: r.Commits,
+				Description: fmt.Sprintf("rebuild commit %d, the latest of repo %s", r.Commits, r.Name)}, serving, nil
+		}
+	}
+	if serving != nil {
+		return projects.DeployAction{Kind: "redeploy", Commit: serving.Commit,
+			Description: fmt.Sprintf("redeploy the kept files of deployment %s with the current variables and settings", serving.ID)}, serving, nil
+	}
+	return projects.DeployAction{Kind: "none", Description: "nothing to deploy yet: push a commit to a repo and deploy it to this project (POST /api/repos/{id}/deploy)"}, nil, nil
+}
+
+// Redeploy does what DeployAction says for a project: rebuild the latest
+// commit of its repo, or redeploy the serving deployment's kept files (so
+// new variables and CDN settings take effect).
+func (s *Service) Redeploy(ctx context.Context, pr *auth.Principal, projectID string) (Deployment, error) {
+	p, err := s.cfg.Projects.Writable(ctx, pr.WorkspaceID, projectID)
+	if err != nil {
+		return Deployment{}, err
+	}
+	a, serving, err := s.action(ctx, p)
+	if err != nil {
+		return Deployment{}, err
+	}
+	switch a.Kind {
+	case "rebuild":
+		return s.Deploy(ctx, pr, a.RepoID, DeployRequest{ProjectID: p.ID, Commit: a.Commit})
+	case "redeploy":
+		kept, err := readFiles(ctx, s.cfg.DB, serving.ID)
+		if err != nil {
+			return Deployment{}, err
+		}
+		src := source{kind: "redeploy", repoID: "", repoName: serving.RepoName, commit: serving.Commit,
+			manifest: Manifest{Kind: serving.Kind, Origin: serving.Origin}, types: map[string]string{}}
+		for _, f := range kept {
+			src.files = append(src.files, repos.File{Path: f.Path, Size: f.Size, SHA256: f.SHA256})
+			src.types[f.Path] = f.ContentType
+		}
+		return s.start(ctx, pr, p, src)
+	}
+	return Deployment{}, api.E(api.KindConflict, "nothing_to_deploy", "%s", a.Description)
+}
+
+// FunctionsBehind implements projects.Deployments: the project's function
+// when its serving deployment holds other variables than the current ones.
+func (s *Service) FunctionsBehind(ctx context.Context, projectID string) ([]string, error) {
+	d, err := servingOf(ctx, s.cfg.DB, projectID)
+	if err != nil || d == nil || d.Kind != snapshot.KindFunction {
+		return []string{}, err
+	}
+	env, err := s.cfg.Projects.DeployEnv(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	if envDigest(env) == d.envDigest {
+		return []string{}, nil
+	}
+	var slug string
+	if err := s.cfg.DB.QueryRowContext(ctx, `SELECT slug FROM projects WHERE id = ?`, projectID).Scan(&slug); err != nil {
+		return nil, fmt.Errorf("deploys: functions behind: %w", err)
+	}
+	return []string{slug}, nil
+}
+
+// Live implements shield.Sites: the workspace's projects with a serving
+// deployment.
+func (s *Service) Live(ctx context.Context, workspace string) ([]shield.LiveSite, error) {
+	rows, err := s.cfg.DB.QueryContext(ctx, `SELECT p.id, p.slug, d.kind, d.shield FROM project_serving sv
+		JOIN projects p ON p.id = sv.project_id JOIN deployments d ON d.id = sv.deployment_id
+		WHERE p.workspace_id = ? ORDER BY p.slug`, workspace)
+	if err != nil {
+		return nil, fmt.Errorf("deploys: live: %w", err)
+	}
+	defer rows.Close()
+	var out []shield.LiveSite
+	for rows.Next() {
+		var l shield.LiveSite
+		var sh string
+		if err := rows.Scan(&l.ProjectID, &l.Slug, &l.Kind, &sh); err != nil {
+			return nil, fmt.Errorf("deploys: live: %w", err)
+		}
+		if sh != "" {
+			var st rules.Settings
+			if json.Unmarshal([]byte(sh), &st) == nil {
+				l.Shield = &st
+			}
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// EdgeSites returns every serving deployment with its file manifest, for
+// the edge snapshot (edgesync.Sources.Sites).
+func EdgeSites(ctx context.Context, q store.Querier) ([]snapshot.Site, error) {
+	rows, err := q.QueryContext(ctx, `SELECT p.id, p.slug, p.workspace_id, d.id, d.kind, d.origin, d.commit_number, d.created_at,
+		d.cdn_enabled, d.cdn_ttl, d.shield FROM project_serving sv
+		JOIN projects p ON p.id = sv.project_id JOIN deployments d ON d.id = sv.deployment_id ORDER BY p.slug`)
+	if err != nil {
+		return nil, fmt.Errorf("deploys: edge sites: %w", err)
+	}
+	var sites []snapshot.Site
+	byDeployment := map[string]int{}
+	for rows.Next() {
+		var st snapshot.Site
+		var created, sh string
+		dp := &st.Deployment
+		if err := rows.Scan(&st.ProjectID, &st.Slug, &st.WorkspaceID, &dp.ID, &dp.Kind, &dp.Origin, &dp.Commit, &created,
+			&dp.CDN.Enabled, &dp.CDN.CacheTTLSeconds, &sh); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("deploys: edge sites: %w", err)
+		}
+		dp.CreatedAt = store.ParseTime(created)
+		if sh != "" {
+			var rs rules.Settings
+			if err := json.Unmarshal([]byte(sh), &rs); err == nil {
+				dp.Shield = &rs
+			}
+		}
+		byDeployment[dp.ID] = len(sites)
+		sites = append(sites, st)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("deploys: edge sites: %w", err)
+	}
+	rows, err = q.QueryContext(ctx, `SELECT f.deployment_id, f.path, f.sha256, f.size, f.content_type FROM deployment_files f
+		JOIN project_serving sv ON sv.deployment_id = f.deployment_id ORDER BY f.deployment_id, f.path`)
+	if err != nil {
+		return nil, fmt.Errorf("deploys: edge files: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var f snapshot.File
+		if err := rows.Scan(&id, &f.Path, &f.SHA256, &f.Size, &f.ContentType); err != nil {
+			return nil, fmt.Errorf("deploys: edge files: %w", err)
+		}
+		if i, ok := byDeployment[id]; ok {
+			sites[i].Deployment.Files = append(sites[i].Deployment.Files, f)
+		}
+	}
+	return sites, rows.Err()
+}
+
+// Dependent returns what ties deployments to project deletion: a running
+// deploy blocks it, and the project's deployments go with it.
+func (s *Service) Dependent() projects.Dependent { return dependent{s} }
+
+type dependent struct{ s *Service }
+
+// Name implements projects.Dependent.
+func (d dependent) Name() string { return "deployments" }
+
+// Blockers implements projects.Dependent: a running deploy.
+func (d dependent) Blockers(ctx context.Context, projectID string) ([]projects.Blocker, error) {
+	ds, err := queryDeployments(ctx, d.s.cfg.DB, 0, `d.project_id = ? AND d.state = ?`, projectID, stateDeploying)
+	if err != nil {
+		return nil, err
+	}
+	var out []projects.Blocker
+	for _, dp := range ds {
+		out = append(out, projects.Blocker{Kind: "running_deploy",
+			Message: fmt.Sprintf("deployment %s is running", dp.ID),
+			Action:  fmt.Sprintf("wait for it to finish (GET /api/deployments/%s), then delete again", dp.ID)})
+	}
+	return out, nil
+}
+
+// Remove implements projects.Dependent: the site leaves the edges and the
+// project's deployments go.
+func (d dependent) Remove(ctx context.Context, projectID string) error {
+	return d.s.cfg.Pub.Change(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM project_serving WHERE project_id = ?`, projectID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM deployments WHERE project_id = ? AND state <> ?`, projectID, stateDeploying)
+		return err
+	})
+}
+
+// ProjectDeployments is the answer of GET /api/projects/{id}/deployments.
+type ProjectDeployments struct {
+	// Deployments are the newest first, at most 50.
+	Deployments []Deployment `json:"deployments"`
+}
+
+// List returns a project's deployments, newest first.
+func (s *Service) List(ctx context.Context, workspace, projectID string) (ProjectDeployments, error) {
+	if _, err := s.cfg.Projects.Get(ctx, workspace, projectID); err != nil {
+		return ProjectDeployments{}, err
+	}
+	ds, err := queryDeployments(ctx, s.cfg.DB, 50, `d.project_id = ?`, projectID)
+	return ProjectDeployments{Deployments: ds}, err
+}
+
+// Detail is the answer of GET /api/deployments/{id}.
+type Detail struct {
+	Deployment Deployment `json:"deployment"`
+	// Log is the deploy log, oldest line first.
+	Log []LogLine `json:"log"`
+	// Files are what a static deployment serves.
+	Files []DeployedFile `json:"files"`
+}
+
+// Get returns a deployment of the workspace with its log and files; the
+// caller must be allowed to read its project.
+func (s *Service) Get(ctx context.Context, workspace, id string) (Detail, error) {
+	d, err := getDeployment(ctx, s.cfg.DB, id)
+	if err != nil {
+		return Detail{}, err
+	}
+	if d.workspaceID != workspace {
+		return Detail{}, api.NotFound("deployment")
+	}
+	if err := api.Authorize(ctx, auth.OpProjectRead, d.ProjectID); err != nil {
+		return Detail{}, err
+	}
+	out := Detail{Deployment: d}
+	if out.Log, err = readLog(ctx, s.cfg.DB, id); err != nil {
+		return Detail{}, err
+	}
+	out.Files, err = readFiles(ctx, s.cfg.DB, id)
+	return out, err
+}

@@ -1,0 +1,165 @@
+// Package snapshot defines the edge configuration snapshot: the JSON
+// document the control plane publishes at GET /edge/v1/config and every edge
+// applies with one atomic swap. It depends only on the standard library and
+// rules, so the edge can import it without the control plane.
+//
+// A snapshot is complete: an edge that holds one needs nothing else to route
+// hosts, evaluate Shield, gate site passwords and serve static files (whose
+// bytes it fetches by SHA-256 from GET /edge/v1/blobs/{sha256}, or reads
+// from the shared data directory in `platform serve`).
+package snapshot
+
+import (
+	"time"
+
+	"github.com/svcplatform/platform/rules"
+)
+
+// Paths and headers of the edge protocol.
+const (
+	// ConfigPath is the long-poll endpoint: GET ConfigPath?after=<version>.
+	ConfigPath = "/edge/v1/config"
+	// BlobsPath prefixes GET BlobsPath + <sha256>.
+	BlobsPath = "/edge/v1/blobs/"
+	// CountsPath is where edges POST a CountBatch.
+	CountsPath = "/edge/v1/counts"
+	// VersionHeader carries the current version on every config answer
+	// (200 and 304).
+	VersionHeader = "Platform-Config-Version"
+	// TokenPrefix starts every edge token; send it as Authorization: Bearer.
+	TokenPrefix = "svc_edge_"
+)
+
+// Kinds of deployment.
+const (
+	KindStatic   = "static"
+	KindApp      = "app"
+	KindFunction = "function"
+)
+
+// Snapshot is one version of the edge configuration.
+type Snapshot struct {
+	// Version increases with every change that edges must see (deploy,
+	// rollback, Shield save, Apply now, password change, CDN save, project
+	// delete). Edges long-poll with after=<Version>.
+	Version int64 `json:"version"`
+	// GeneratedAt is when the control plane built this snapshot.
+	GeneratedAt time.Time `json:"generatedAt"`
+	// AppsDomain is the domain sites answer under (<slug>.<AppsDomain>).
+	AppsDomain string `json:"appsDomain"`
+	// SessionKey signs site-password session cookies
+	// (rules.NewSessionSigner); 32 random bytes, base64 in JSON.
+	SessionKey []byte `json:"sessionKey"`
+	// Sites are the projects with a serving deployment, sorted by Host.
+	Sites []Site `json:"sites"`
+	// Workspaces hold the Shield and CDN settings in force per workspace,
+	// sorted by ID. Every workspace of a site is present.
+	Workspaces []Workspace `json:"workspaces"`
+}
+
+// Site is one project's address and what it serves.
+type Site struct {
+	// Host is <slug>.<appsDomain>, lower case, without a port.
+	Host string `json:"host"`
+	// Slug is the project's permanent address label.
+	Slug string `json:"slug"`
+	// ProjectID identifies the site; edges count Shield decisions under it
+	// (rules.Counters.Add(ProjectID, ...)).
+	ProjectID string `json:"projectId"`
+	// WorkspaceID names the Workspace whose Shield settings apply (static
+	// sites, server apps; functions use Deployment.Shield).
+	WorkspaceID string `json:"workspaceId"`
+	// Deployment is the serving deployment.
+	Deployment Deployment `json:"deployment"`
+	// Password is set when the site is behind a site password (applies to
+	// static sites only).
+	Password *Password `json:"password,omitempty"`
+}
+
+// Deployment is a built, immutable deployment.
+type Deployment struct {
+	// ID changes with every deploy and rollback: cache keys include it.
+	ID string `json:"id"`
+	// Kind is static, app or function.
+	Kind string `json:"kind"`
+	// Origin is the http(s) base URL that app and function requests are
+	// forwarded to; empty for static sites.
+	Origin string `json:"origin,omitempty"`
+	// Commit is the repo commit number deployed (0 for a redeploy of kept
+	// files).
+	Commit int `json:"commit"`
+	// CreatedAt is when the deploy started; static files may use it as
+	// Last-Modified.
+	CreatedAt time.Time `json:"createdAt"`
+	// CDN is the cache setting pinned at deploy (static sites).
+	CDN CDN `json:"cdn"`
+	// Shield is the Shield settings pinned at deploy, set for functions
+	// only: functions receive rule changes on their next deploy.
+	Shield *rules.Settings `json:"shield,omitempty"`
+	// Files is the static file manifest sorted by Path (static sites only;
+	// private files were omitted at deploy by the file guard).
+	Files []File `json:"files,omitempty"`
+}
+
+// File is one deployed static file.
+type File struct {
+	// Path is relative to the site root, '/'-separated, without a leading
+	// slash ("index.html", "docs/a.html").
+	Path string `json:"path"`
+	// SHA256 names the blob holding the bytes (lower-case hex).
+	SHA256 string `json:"sha256"`
+	// Size is the length in bytes.
+	Size int64 `json:"size"`
+	// ContentType is the Content-Type to answer with.
+	ContentType string `json:"contentType"`
+}
+
+// CDN is a cache setting.
+type CDN struct {
+	// Enabled false means nothing is kept and every visit is served fresh.
+	Enabled bool `json:"enabled"`
+	// CacheTTLSeconds is how long browsers and the edge keep a page.
+	CacheTTLSeconds int64 `json:"cacheTtlSeconds"`
+}
+
+// Password is a site password as the edge checks it.
+type Password struct {
+	// Hash is the argon2id PHC string (rules.VerifyPassword).
+	Hash string `json:"hash"`
+	// Version is rules.PasswordVersion(Hash): session cookies are bound to
+	// it, so a new password ends the old sessions.
+	Version uint64 `json:"version"`
+}
+
+// Workspace is the per-workspace configuration.
+type Workspace struct {
+	// ID is the workspace id.
+	ID string `json:"id"`
+	// Shield is the saved Shield settings in force now, normalized and
+	// valid (compile with rules.Compile). Static sites and server apps use
+	// them at once.
+	Shield rules.Settings `json:"shield"`
+	// CDN is the saved CDN setting; it reaches sites on their next deploy
+	// (sites use Deployment.CDN), and is here for information.
+	CDN CDN `json:"cdn"`
+}
+
+// CountBatch is the body of POST CountsPath.
+type CountBatch struct {
+	// Batch identifies the batch (1 to 100 characters, e.g. a UUID): a batch
+	// sent again after a lost answer is not counted twice.
+	Batch string `json:"batch"`
+	// Counts are drained rules.Counters rows; ID is the site's ProjectID.
+	Counts []rules.Count `json:"counts"`
+}
+
+// CountAnswer is the answer to a CountBatch.
+type CountAnswer struct {
+	// Accepted is how many rows were added.
+	Accepted int `json:"accepted"`
+	// Skipped counts rows for sites that no longer exist.
+	Skipped int `json:"skipped"`
+	// Duplicate is true when the batch had been received before (nothing
+	// was added again).
+	Duplicate bool `json:"duplicate"`
+}

@@ -1,0 +1,127 @@
+package repos
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/svcplatform/platform/controlplane/api"
+)
+
+// Handlers serve /api/repos.
+type Handlers struct{ S *Service }
+
+// RepoAnswer wraps one repo.
+type RepoAnswer struct {
+	Repo Repo `json:"repo"`
+}
+
+// RepoList is the answer of GET /api/repos.
+type RepoList struct {
+	Repos []Repo `json:"repos"`
+}
+
+// CommitAnswer is the answer of a push.
+type CommitAnswer struct {
+	RepoID string `json:"repoId"`
+	Commit Commit `json:"commit"`
+}
+
+// Deleted is the answer of DELETE /api/repos/{id}.
+type Deleted struct {
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted"`
+}
+
+// Create answers POST /api/repos.
+func (h Handlers) Create(w http.ResponseWriter, r *http.Request) error {
+	var req CreateRequest
+	if err := api.Decode(r, &req, false); err != nil {
+		return err
+	}
+	repo, err := h.S.Create(r.Context(), api.PrincipalFrom(r.Context()), req)
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusCreated, RepoAnswer{Repo: repo})
+	return nil
+}
+
+// List answers GET /api/repos.
+func (h Handlers) List(w http.ResponseWriter, r *http.Request) error {
+	rs, err := h.S.List(r.Context(), api.PrincipalFrom(r.Context()).WorkspaceID)
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, RepoList{Repos: rs})
+	return nil
+}
+
+// Read answers GET /api/repos/{id}.
+func (h Handlers) Read(w http.ResponseWriter, r *http.Request) error {
+	d, err := h.S.Read(r.Context(), api.PrincipalFrom(r.Context()).WorkspaceID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, d)
+	return nil
+}
+
+// Delete answers DELETE /api/repos/{id}.
+func (h Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if err := h.S.Delete(r.Context(), api.PrincipalFrom(r.Context()), id); err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, Deleted{ID: id, Deleted: true})
+	return nil
+}
+
+// Push answers POST /api/repos/{id}/commits.
+func (h Handlers) Push(w http.ResponseWriter, r *http.Request) error {
+	var req PushRequest
+	if err := api.Decode(r, &req, false); err != nil {
+		return err
+	}
+	c, err := h.S.Push(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), req)
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusCreated, CommitAnswer{RepoID: r.PathValue("id"), Commit: c})
+	return nil
+}
+
+// CommitParam reads the optional commit query parameter (0 when absent).
+func CommitParam(r *http.Request) (int, error) {
+	s := r.URL.Query().Get("commit")
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, api.Invalid("commit must be a commit number (1, 2, 3 ...)")
+	}
+	return n, nil
+}
+
+// Files answers GET /api/repos/{id}/files: the tree, or with path= one file.
+func (h Handlers) Files(w http.ResponseWriter, r *http.Request) error {
+	n, err := CommitParam(r)
+	if err != nil {
+		return err
+	}
+	ws := api.PrincipalFrom(r.Context()).WorkspaceID
+	if q := r.URL.Query(); q.Has("path") {
+		f, err := h.S.ReadFile(r.Context(), ws, r.PathValue("id"), n, q.Get("path"))
+		if err != nil {
+			return err
+		}
+		api.WriteJSON(w, http.StatusOK, f)
+		return nil
+	}
+	t, err := h.S.Tree(r.Context(), ws, r.PathValue("id"), n)
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, t)
+	return nil
+}
