@@ -1,0 +1,145 @@
+package databases
+
+import (
+	"net/http"
+	"os"
+
+	"github.com/svcplatform/platform/controlplane/api"
+)
+
+// MaxQueryBody bounds the body of a query request: 100 values of 2 MB
+// each fit in a single statement's params, base64 included, and no more.
+const MaxQueryBody = 16 << 20
+
+// Handlers serve /api/projects/{id}/databases and /api/databases/...
+type Handlers struct {
+	// S is the service the handlers call.
+	S *Service
+}
+
+// Create answers POST /api/projects/{id}/databases.
+func (h Handlers) Create(w http.ResponseWriter, r *http.Request) error {
+	var req CreateRequest
+	if err := api.Decode(r, &req, false); err != nil {
+		return err
+	}
+	d, err := h.S.Create(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), req)
+	if err != nil {
+		return err
+	}
+	d.Endpoint = origin(r) + d.Endpoint
+	api.WriteJSON(w, http.StatusCreated, DatabaseAnswer{Database: d})
+	return nil
+}
+
+// Get answers GET /api/databases/{id}.
+func (h Handlers) Get(w http.ResponseWriter, r *http.Request) error {
+	d, err := h.S.Get(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	d.Endpoint = origin(r) + d.Endpoint
+	api.WriteJSON(w, http.StatusOK, DatabaseAnswer{Database: d})
+	return nil
+}
+
+// Query answers POST /api/databases/{id}: {sql, params?} or {batch}.
+func (h Handlers) Query(w http.ResponseWriter, r *http.Request) error {
+	var req QueryRequest
+	if err := api.Decode(r, &req, false); err != nil {
+		return err
+	}
+	p, id := api.PrincipalFrom(r.Context()), r.PathValue("id")
+	switch {
+	case req.SQL != nil && req.Batch != nil:
+		return api.Invalid("send either sql or batch, not both")
+	case req.Batch != nil:
+		if req.Params != nil {
+			return api.Invalid("params go inside each batch item")
+		}
+		out, err := h.S.Batch(r.Context(), p, id, req.Batch)
+		if err != nil {
+			return err
+		}
+		api.WriteJSON(w, http.StatusOK, out)
+	case req.SQL != nil:
+		out, err := h.S.Exec(r.Context(), p, id, *req.SQL, req.Params)
+		if err != nil {
+			return err
+		}
+		api.WriteJSON(w, http.StatusOK, out)
+	default:
+		return api.Invalid("sql is required (or batch)")
+	}
+	return nil
+}
+
+// Retry answers PATCH /api/databases/{id} {action: retry}.
+func (h Handlers) Retry(w http.ResponseWriter, r *http.Request) error {
+	var req PatchRequest
+	if err := api.Decode(r, &req, false); err != nil {
+		return err
+	}
+	d, err := h.S.Retry(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), req)
+	if err != nil {
+		return err
+	}
+	d.Endpoint = origin(r) + d.Endpoint
+	api.WriteJSON(w, http.StatusOK, DatabaseAnswer{Database: d})
+	return nil
+}
+
+// Delete answers DELETE /api/databases/{id}.
+func (h Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if err := h.S.Delete(r.Context(), api.PrincipalFrom(r.Context()), id); err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, Deleted{ID: id, Deleted: true})
+	return nil
+}
+
+// Export answers POST /api/databases/{id}/export {bookmark?}.
+func (h Handlers) Export(w http.ResponseWriter, r *http.Request) error {
+	var req ExportRequest
+	if err := api.Decode(r, &req, true); err != nil {
+		return err
+	}
+	a, err := h.S.Export(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), req)
+	if err != nil {
+		return err
+	}
+	if a.Download != "" {
+		a.Download = origin(r) + a.Download
+	}
+	api.WriteJSON(w, http.StatusOK, a)
+	return nil
+}
+
+// Download answers GET /api/databases/{id}/export?bookmark= with the .sql
+// file.
+func (h Handlers) Download(w http.ResponseWriter, r *http.Request) error {
+	d, err := h.S.ExportFile(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), r.URL.Query().Get("bookmark"))
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(d.Path)
+	if err != nil {
+		return api.Internal(err)
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/sql; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+d.Filename+`"`)
+	w.Header().Set("Cache-Control", "no-store")
+	http.ServeContent(w, r, d.Filename, d.ModTime, f)
+	return nil
+}
+
+// origin is the scheme and host the request reached the API on.
+func origin(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}

@@ -1,0 +1,9 @@
+package databases
+
+// PauseExports makes the exports of s wait, between their snapshot and
+// their dump, until release is closed: the database stays in its export
+// for as long as a test needs.
+func PauseExports(s *Service, release <-chan struct{}) {
+	f := exportPause(func(string) { <-release })
+	s.pause.Store(&f)
+}
