@@ -119,7 +119,11 @@ func New(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	cp := &ControlPlane{cfg: cfg, DB: db, Sealer: sealer}
 	cp.Audit = audit.New(db, now)
 	cp.Meter = metering.New(db, now)
-	cp.Accounts = accounts.New(db, cfg.Clock, cp.Audit, cfg.Logger)
+	if cp.Accounts, err = accounts.New(ctx, db, cfg.Clock, cp.Audit, cfg.Logger); err != nil {
+		db.Close()
+		return nil, err
+	}
+	cp.OnClose(cp.Accounts.Close)
 	cp.Projects = projects.New(projects.Config{AppsDomain: cfg.AppsDomain, AppsPort: cfg.AppsPort}, db, cfg.Clock, cp.Audit, cp.Meter, sealer)
 	if cp.Bootstrap, err = cp.Accounts.EnsureBootstrap(ctx, cfg.Bootstrap); err != nil {
 		db.Close()

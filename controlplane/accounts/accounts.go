@@ -64,17 +64,26 @@ type Service struct {
 	lastUsed map[string]time.Time
 	dummy    string
 
-	signIns *throttle
+	signIns   *throttle
+	keyByHash *sql.Stmt
 }
 
 // New returns the accounts service.
-func New(db *store.DB, clk clock.Clock, log *audit.Log, logger *slog.Logger) *Service {
+func New(ctx context.Context, db *store.DB, clk clock.Clock, log *audit.Log, logger *slog.Logger) (*Service, error) {
+	stmt, err := db.PrepareContext(ctx, keyByHashSQL)
+	if err != nil {
+		return nil, fmt.Errorf("accounts: prepare: %w", err)
+	}
 	return &Service{
 		db: db, clock: clk, audit: log, log: logger, params: passhash.Default,
-		lastUsed: map[string]time.Time{},
-		signIns:  newThrottle(10, 15*time.Minute),
-	}
+		lastUsed:  map[string]time.Time{},
+		signIns:   newThrottle(10, 15*time.Minute),
+		keyByHash: stmt,
+	}, nil
 }
+
+// Close releases the prepared statements.
+func (s *Service) Close() error { return s.keyByHash.Close() }
 
 // SetHashParams changes the password hashing cost (tests use a cheap one).
 func (s *Service) SetHashParams(p passhash.Params) { s.params, s.dummy = p, "" }

@@ -67,6 +67,12 @@ func (s *Service) Authenticate(r *http.Request) (*auth.Principal, error) {
 	return nil, nil
 }
 
+// keyByHashSQL finds a key and its member's current role; prepared once,
+// since every API request runs it.
+const keyByHashSQL = `SELECT k.id, k.workspace_id, k.member_id, k.public_id, k.secret_hash, k.access, k.project_id,
+		k.expires_at, k.revoked_at, m.role
+	FROM api_keys k JOIN members m ON m.id = k.member_id WHERE k.secret_hash = ?`
+
 func (s *Service) authenticateKey(ctx context.Context, token string) (*auth.Principal, error) {
 	if len(token) > 512 {
 		return nil, errBadCredentials
@@ -75,9 +81,7 @@ func (s *Service) authenticateKey(ctx context.Context, token string) (*auth.Prin
 	var p auth.Principal
 	var stored []byte
 	var access, expires, revoked, role string
-	err := s.db.QueryRowContext(ctx, `SELECT k.id, k.workspace_id, k.member_id, k.public_id, k.secret_hash, k.access, k.project_id,
-			k.expires_at, k.revoked_at, m.role
-		FROM api_keys k JOIN members m ON m.id = k.member_id WHERE k.secret_hash = ?`, hash).
+	err := s.keyByHash.QueryRowContext(ctx, hash).
 		Scan(&p.KeyID, &p.WorkspaceID, &p.MemberID, &p.KeyPrefix, &stored, &access, &p.ProjectID, &expires, &revoked, &role)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errBadCredentials

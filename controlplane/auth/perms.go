@@ -206,10 +206,10 @@ func Authorize(p *Principal, op Op, projectID string) error {
 		return deny("session_required", "this changes your own sign-in: do it signed in to the dashboard, not with an API key")
 	}
 	if p.ReadOnly && (rule.Write || rule.FullAccess) {
-		if rule.Write {
-			return deny("read_only_key", "this key is read-only and cannot change anything")
+		if rule.FullAccess {
+			return deny("full_access_required", "this needs a full-access key, even to read; read-only keys cannot use it")
 		}
-		return deny("full_access_required", "this needs a full-access key; read-only keys cannot read it")
+		return deny("read_only_key", "this key is read-only and cannot change anything")
 	}
 	if p.ProjectID != "" {
 		switch rule.Scope {

@@ -61,7 +61,7 @@ func TestPermissions(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"read-only key SELECT", readOnly.Do("POST", "/api/databases/"+id, query), 403, "read_only_key"},
+		{"read-only key SELECT", readOnly.Do("POST", "/api/databases/"+id, query), 403, "full_access_required"},
 		{"read-only key reads the record", readOnly.Do("GET", "/api/databases/"+id, nil), 200, ""},
 		{"read-only key export", readOnly.Do("POST", "/api/databases/"+id+"/export", nil), 403, "read_only_key"},
 		{"read-only key delete", readOnly.Do("DELETE", "/api/databases/"+id, nil), 403, "read_only_key"},
