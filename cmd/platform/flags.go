@@ -24,6 +24,9 @@ type options struct {
 	controlplane   string
 	edgeToken      string
 	logLevel       string
+	acmeEmail      string
+	acmeDirectory  string
+	cacheBytes     string
 }
 
 type flagDef struct {
@@ -47,6 +50,9 @@ func (o *options) defs() []flagDef {
 		{"controlplane", "PLATFORM_CONTROLPLANE", "", "for platform edge: where to pull configuration", &o.controlplane},
 		{"edge-token", "PLATFORM_EDGE_TOKEN", "", "for platform edge: its credential", &o.edgeToken},
 		{"log-level", "PLATFORM_LOG_LEVEL", "info", "debug, info, warn or error", &o.logLevel},
+		{"acme-email", "PLATFORM_ACME_EMAIL", "", "edge: obtain certificates by ACME (Let's Encrypt) with this contact instead of the local CA", &o.acmeEmail},
+		{"acme-directory", "PLATFORM_ACME_DIRECTORY", "", "edge: ACME directory URL (default Let's Encrypt)", &o.acmeDirectory},
+		{"cache-bytes", "PLATFORM_CACHE_BYTES", "268435456", "edge: memory bound of the response cache, in bytes", &o.cacheBytes},
 	}
 }
 

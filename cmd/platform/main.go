@@ -1,5 +1,6 @@
 // Command platform runs the hosting platform: `platform serve` (control plane,
-// edge and workers in one process), `platform controlplane` and `platform edge`.
+// edge and workers in one process), `platform controlplane` and `platform edge`
+// (one edge node configured from a control plane).
 package main
 
 import (
@@ -18,6 +19,7 @@ const usage = `usage: platform <command> [flags]
 commands:
   serve          control plane + edge + background workers in one process
   controlplane   control plane + workers only
+  edge           one edge node, configured from a control plane (--controlplane, --edge-token)
 
 Run "platform <command> -h" for the flags.`
 
@@ -29,7 +31,7 @@ func main() {
 	cmd := os.Args[1]
 	var o options
 	switch cmd {
-	case "serve", "controlplane":
+	case "serve", "controlplane", "edge":
 	case "-h", "--help", "help":
 		fmt.Println(usage)
 		return

@@ -26,6 +26,7 @@ func freeAddr(t *testing.T) string {
 func testOptions(t *testing.T) options {
 	var o options
 	if err := o.parse("serve", []string{"--data", t.TempDir(), "--api-addr", freeAddr(t), "--admin-addr", freeAddr(t),
+		"--http-addr", "127.0.0.1:0", "--https-addr", "127.0.0.1:0",
 		"--bootstrap-key", "ci-bootstrap-key-0123456789abcdef"}); err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +60,7 @@ func TestServeAnswersWithBootstrapKey(t *testing.T) {
 		t.Fatalf("workspace: %v %v", resp, err)
 	}
 	resp.Body.Close()
+	waitReady(t, o.adminAddr)
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 		r, err := http.Get("http://" + o.adminAddr + path)
 		if err != nil || r.StatusCode != 200 {
@@ -85,6 +87,9 @@ func TestServeRefusesClearly(t *testing.T) {
 		{"data dir is a file", func(o *options) { o.data = file }, "data directory"},
 		{"unknown plan", func(o *options) { o.plan = "platinum" }, "unknown plan"},
 		{"short bootstrap key", func(o *options) { o.bootstrapKey = "short" }, "bootstrap-key"},
+		{"https port in use", func(o *options) { o.httpsAddr = busy.Addr().String() }, "https address"},
+		{"bad trusted proxy", func(o *options) { o.trustedProxies = "10.0.0.0/8,bogus" }, "trusted proxy"},
+		{"bad cache size", func(o *options) { o.cacheBytes = "lots" }, "cache-bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := testOptions(t)

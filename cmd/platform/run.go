@@ -8,23 +8,28 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/svcplatform/platform/cache"
 	"github.com/svcplatform/platform/controlplane"
 	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/plans"
+	"github.com/svcplatform/platform/edge"
 )
 
 // run starts the processes of cmd and blocks until ctx ends.
 func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 	if err := checkDataDir(o.data); err != nil {
 		return err
+	}
+	if cmd == "edge" {
+		return runEdge(ctx, o, log)
 	}
 	plan, err := plans.Parse(o.plan)
 	if err != nil {
@@ -52,33 +57,189 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 		return err
 	}
 	defer cp.Close()
-	printBootstrap(cp.Bootstrap, apiLn.Addr().String())
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	var ready atomic.Bool
+	reg := newRegistry()
+	ready := func() bool { return true }
+	var ed *edge.Edge
+	if cmd == "serve" {
+		// The in-process edge syncs exactly as a remote one: long-poll
+		// against this process's API listener with its own edge token.
+		ed, err = serveEdge(ctx, cp, o, log, "http://"+apiLn.Addr().String())
+		if err == nil {
+			if err = ed.Register(reg); err != nil {
+				ed.Close()
+			}
+		}
+		if err != nil {
+			apiLn.Close()
+			adminLn.Close()
+			return err
+		}
+		ready = ed.Ready
+	}
+	printBootstrap(cp.Bootstrap, apiLn.Addr().String())
+	if ed != nil {
+		printEdge(ed, o)
+	}
 
 	apiSrv := &http.Server{Handler: cp.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 5 * time.Minute,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	adminSrv := &http.Server{Handler: adminMux(reg, &ready), ReadHeaderTimeout: 5 * time.Second}
+	adminSrv := newAdminServer(reg, ready)
 
 	errc := make(chan error, 2)
 	go func() { errc <- serveOn(apiSrv, apiLn) }()
 	go func() { errc <- serveOn(adminSrv, adminLn) }()
-	ready.Store(true)
 	log.Info("platform started", "command", cmd, "api", apiLn.Addr().String(), "admin", adminLn.Addr().String(), "data", o.data)
+	err = serveUntil(ctx, ed, errc, apiSrv, adminSrv)
+	log.Info("platform stopped")
+	return err
+}
 
+// serveUntil runs ed (when not nil) until ctx ends, a server fails (errc)
+// or the edge fails. The edge stops first, so its last Shield counts reach
+// the API while it is still up; then the servers shut down gracefully.
+func serveUntil(ctx context.Context, ed *edge.Edge, errc <-chan error, servers ...*http.Server) error {
+	edgeCtx, stopEdge := context.WithCancel(context.Background())
+	defer stopEdge()
+	edgeDone := make(chan error, 1)
+	if ed != nil {
+		go func() { edgeDone <- ed.Run(edgeCtx) }()
+	}
+	var err error
+	stopped := false
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
+	case err = <-edgeDone:
+		stopped = true
 	}
-	ready.Store(false)
+	stopEdge()
+	if ed != nil && !stopped {
+		if eerr := <-edgeDone; err == nil {
+			err = eerr
+		}
+	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	apiSrv.Shutdown(shutdown)
-	adminSrv.Shutdown(shutdown)
+	for _, s := range servers {
+		s.Shutdown(shutdown)
+	}
+	return err
+}
+
+// serveEdge builds the edge of `platform serve`: a fresh local edge token
+// (the previous start's is revoked), the control plane's blob directory
+// read directly, and the edge's listeners bound.
+func serveEdge(ctx context.Context, cp *controlplane.ControlPlane, o options, log *slog.Logger, apiURL string) (*edge.Edge, error) {
+	sync := cp.EdgeSync()
+	if sync == nil {
+		return nil, fmt.Errorf("edge: the control plane has no edge sync service")
+	}
+	token, err := sync.EnsureLocalToken(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := edgeConfig(o, log, apiURL, token)
+	if err != nil {
+		return nil, err
+	}
+	cfg.BlobDir = filepath.Join(o.data, "blobs")
+	ed, err := edge.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := ed.Listen(); err != nil {
+		ed.Close()
+		return nil, err
+	}
+	return ed, nil
+}
+
+// runEdge runs `platform edge`: one edge node configured from the control
+// plane at --controlplane with --edge-token.
+func runEdge(ctx context.Context, o options, log *slog.Logger) error {
+	switch {
+	case o.controlplane == "":
+		return fmt.Errorf("--controlplane is required: the control plane's URL, e.g. http://10.0.0.1:7070")
+	case o.edgeToken == "":
+		return fmt.Errorf("--edge-token is required: an edge token (svc_edge_...) minted on the control plane")
+	}
+	cfg, err := edgeConfig(o, log, o.controlplane, o.edgeToken)
+	if err != nil {
+		return err
+	}
+	ed, err := edge.New(cfg)
+	if err != nil {
+		return err
+	}
+	adminLn, err := listen("admin", o.adminAddr)
+	if err != nil {
+		ed.Close()
+		return err
+	}
+	if err := ed.Listen(); err != nil {
+		ed.Close()
+		adminLn.Close()
+		return err
+	}
+	reg := newRegistry()
+	if err := ed.Register(reg); err != nil {
+		ed.Close()
+		adminLn.Close()
+		return err
+	}
+	printEdge(ed, o)
+	adminSrv := newAdminServer(reg, ed.Ready)
+	errc := make(chan error, 1)
+	go func() { errc <- serveOn(adminSrv, adminLn) }()
+	log.Info("platform started", "command", "edge", "admin", adminLn.Addr().String(), "controlplane", o.controlplane, "data", o.data)
+	err = serveUntil(ctx, ed, errc, adminSrv)
 	log.Info("platform stopped")
 	return err
+}
+
+// edgeConfig maps the command line to the edge's configuration.
+func edgeConfig(o options, log *slog.Logger, controlPlane, token string) (edge.Config, error) {
+	cacheBytes, err := strconv.ParseInt(o.cacheBytes, 10, 64)
+	if err != nil || cacheBytes <= 0 {
+		return edge.Config{}, fmt.Errorf("--cache-bytes %q must be a positive number of bytes", o.cacheBytes)
+	}
+	cfg := edge.Config{
+		HTTPAddr: o.httpAddr, HTTPSAddr: o.httpsAddr, AppsDomain: o.appsDomain, DataDir: o.data,
+		ControlPlane: controlPlane, Token: token, GeoIP: o.geoip, Logger: log.With("component", "edge"),
+		Cache: cache.Config{MaxBytes: cacheBytes},
+	}
+	if o.trustedProxies != "" {
+		cfg.TrustedProxies = []string{o.trustedProxies}
+	}
+	if o.acmeEmail != "" {
+		cfg.ACME = &edge.ACMEConfig{Email: o.acmeEmail, DirectoryURL: o.acmeDirectory}
+	}
+	return cfg, nil
+}
+
+// printEdge tells the user where the edge answers and which CA to trust.
+func printEdge(ed *edge.Edge, o options) {
+	_, port, _ := net.SplitHostPort(ed.HTTPSAddr().String())
+	suffix := ""
+	if port != "443" {
+		suffix = ":" + port
+	}
+	fmt.Printf("platform: edge at https://<slug>.%s%s (HTTP/3 on the same port over UDP)\n", o.appsDomain, suffix)
+	if p := ed.CACertPath(); p != "" {
+		fmt.Printf("platform: local CA certificate: %s\n", p)
+		fmt.Printf("          trust it to open the sites without warnings, e.g. curl --cacert %s https://<slug>.%s%s/\n", p, o.appsDomain, suffix)
+	}
+}
+
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+func newAdminServer(reg *prometheus.Registry, ready func() bool) *http.Server {
+	return &http.Server{Handler: adminMux(reg, ready), ReadHeaderTimeout: 5 * time.Second}
 }
 
 func serveOn(s *http.Server, ln net.Listener) error {
@@ -109,14 +270,16 @@ func checkDataDir(dir string) error {
 	return os.Remove(f.Name())
 }
 
-func adminMux(reg *prometheus.Registry, ready *atomic.Bool) http.Handler {
+// adminMux serves /healthz (alive), /readyz (configuration loaded) and
+// /metrics.
+func adminMux(reg *prometheus.Registry, ready func() bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if !ready.Load() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
+		if !ready() {
+			http.Error(w, "not ready: no configuration loaded yet", http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ready\n"))

@@ -30,9 +30,13 @@ import (
 
 // Lifetimes.
 const (
-	CALifetime   = 10 * 365 * 24 * time.Hour
+	// CALifetime is how long the CA certificate is valid.
+	CALifetime = 10 * 365 * 24 * time.Hour
+	// LeafLifetime is how long a host certificate is valid.
 	LeafLifetime = 90 * 24 * time.Hour
-	RenewBefore  = 30 * 24 * time.Hour
+	// RenewBefore is how long before its end a host certificate is signed
+	// again.
+	RenewBefore = 30 * 24 * time.Hour
 	// MaxCached bounds the host certificates kept in memory.
 	MaxCached = 10_000
 )

@@ -1,0 +1,57 @@
+//go:build !race
+
+package edge
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+// TestStaticHitDoesNotAllocate guards the hot path: a static-site request
+// answered from the cache, through host routing, the client address (a
+// trusted proxy's X-Forwarded-For), Shield with every rule on, the file
+// guard, encoding negotiation and the security headers, allocates nothing.
+func TestStaticHitDoesNotAllocate(t *testing.T) {
+	ue := newUnitEdge(t, shieldOn(), map[string][]byte{
+		"index.html": bytes.Repeat([]byte("<p>hello, edge</p>\n"), 100),
+		"style.css":  []byte("body{color:#111}"),
+	})
+	for _, tc := range []struct {
+		name, uri string
+		header    map[string]string
+	}{
+		{"brotli index", "/", map[string]string{"Accept-Encoding": "gzip, deflate, br", "User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0",
+			"X-Forwarded-For": "203.0.113.9, 10.1.2.3"}},
+		{"identity file", "/style.css", map[string]string{"User-Agent": "curl/8.0"}},
+		{"revalidation 304", "/", map[string]string{"Accept-Encoding": "br", "If-None-Match": `"other", W/` + indexETag(ue, encBrotli)}},
+		{"range", "/index.html", map[string]string{"Range": "bytes=10-99"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ctx fasthttp.RequestCtx
+			request(&ctx, "GET", "blog.apps.test", tc.uri, "10.0.0.1:40000", tc.header)
+			ue.serve(&ctx, protoHTTPS) // miss: fills the cache
+			ue.cache.Wait()
+			ctx.Response.Reset()
+			ue.serve(&ctx, protoHTTPS)
+			if tc.name == "revalidation 304" && ctx.Response.StatusCode() != 304 {
+				t.Fatalf("status %d, want 304", ctx.Response.StatusCode())
+			}
+			if got := string(ctx.Response.Header.Peek("X-Cache")); got != "HIT" {
+				t.Fatalf("second request: X-Cache %q, status %d", got, ctx.Response.StatusCode())
+			}
+			allocs := testing.AllocsPerRun(200, func() {
+				ctx.Response.Reset()
+				ue.serve(&ctx, protoHTTPS)
+			})
+			if allocs != 0 {
+				t.Fatalf("static cache hit allocates %.1f times per request, want 0", allocs)
+			}
+		})
+	}
+}
+
+func indexETag(ue *unitEdge, enc encoding) string {
+	return string(ue.table.Load().sites["blog.apps.test"].dep.files[""].etag[enc])
+}

@@ -1,0 +1,310 @@
+package edge
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/svcplatform/platform/cache"
+)
+
+// Hop-by-hop header fields (RFC 9110 §7.6.1), never forwarded.
+var hopByHop = [...][]byte{
+	[]byte("Connection"), []byte("Keep-Alive"), []byte("Proxy-Connection"), []byte("Proxy-Authenticate"),
+	[]byte("Proxy-Authorization"), []byte("TE"), []byte("Trailer"), []byte("Transfer-Encoding"), []byte("Upgrade"),
+}
+
+var (
+	hdrXForwardedProto = []byte("X-Forwarded-Proto")
+	hdrXForwardedHost  = []byte("X-Forwarded-Host")
+	hdrXRealIP         = []byte("X-Real-IP")
+	hdrConnection      = []byte("Connection")
+	hdrExpect          = []byte("Expect")
+	valHTTPS           = []byte("https")
+	valRevalidated     = []byte("REVALIDATED")
+)
+
+// errBodyLimit is returned while streaming a request body past
+// Config.MaxBodyBytes.
+var errBodyLimit = errors.New("edge: request body too large")
+
+// proxy answers a request for a server app or function after Shield: from
+// the RFC 9111 shared cache when the origin allowed it, otherwise forwarded
+// to the origin with the pooled client, the request body streamed, the
+// response streamed back unless it is to be stored.
+func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p proto) {
+	dep := st.dep
+	req := &ctx.Request
+	if cl := req.Header.ContentLength(); cl > 0 && int64(cl) > e.cfg.MaxBodyBytes {
+		e.plain(ctx, p, fasthttp.StatusRequestEntityTooLarge, bodyTooLarge)
+		ctx.SetConnectionClose()
+		return
+	}
+	res := e.cache.Lookup(dep.target, req)
+	switch res.State {
+	case cache.Hit:
+		e.respondShared(ctx, res.Entry, valHit, p)
+		return
+	case cache.GatewayTimeout:
+		e.originError(ctx, st, p, fasthttp.StatusGatewayTimeout)
+		return
+	}
+	out := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(out)
+	e.outbound(out, ctx, dep.origin, client)
+	if res.State == cache.Revalidate {
+		res.Entry.Conditional(&out.Header)
+	}
+	resp := fasthttp.AcquireResponse()
+	sent := e.now()
+	err := dep.origin.client.DoDeadline(out, resp, time.Now().Add(e.cfg.OriginTimeout))
+	received := e.now()
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		e.forwardError(ctx, st, p, err)
+		return
+	}
+	if res.State == cache.Revalidate && resp.StatusCode() == fasthttp.StatusNotModified {
+		if ent, ok := e.cache.Revalidated(req, res.Entry, resp, sent, received); ok {
+			fasthttp.ReleaseResponse(resp)
+			e.respondShared(ctx, ent, valRevalidated, p)
+			return
+		}
+		// The 304 names another representation: ask again without
+		// conditions.
+		e.outbound(out, ctx, dep.origin, client)
+		sent = e.now()
+		if err := dep.origin.client.DoDeadline(out, resp, time.Now().Add(e.cfg.OriginTimeout)); err != nil {
+			fasthttp.ReleaseResponse(resp)
+			e.forwardError(ctx, st, p, err)
+			return
+		}
+		received = e.now()
+	}
+	e.metrics.originStatus(st.kind, resp.StatusCode())
+	buffered := false
+	if req.Header.IsGet() {
+		if d := cache.Decide(req, resp, sent, received); d.Storable() {
+			if cl := resp.Header.ContentLength(); cl >= 0 && int64(cl) <= e.cache.MaxEntryBytes() {
+				resp.Body() // read the whole body to store it
+				buffered = true
+				e.cache.Store(dep.target, req, resp, sent, received)
+			}
+		}
+	} else {
+		e.cache.Store(dep.target, req, resp, sent, received) // invalidates on unsafe methods
+	}
+	rh := &ctx.Response.Header
+	resp.Header.CopyTo(rh)
+	stripHopByHop(rh)
+	rh.SetCanonical(hdrXCache, valMiss)
+	e.securityHeaders(rh, p, true)
+	if req.Header.IsHead() || buffered || !resp.IsBodyStream() {
+		cl := resp.Header.ContentLength()
+		if !req.Header.IsHead() {
+			ctx.Response.SetBody(resp.Body())
+		} else {
+			ctx.Response.SkipBody = true
+			if cl >= 0 {
+				rh.SetContentLength(cl)
+			}
+		}
+		fasthttp.ReleaseResponse(resp)
+		return
+	}
+	ctx.Response.SetBodyStream(&originBody{resp: resp, r: resp.BodyStream()}, resp.Header.ContentLength())
+}
+
+// outbound builds the request sent to the origin: the visitor's method,
+// path and query as received, its header without hop-by-hop fields, the
+// original Host, X-Forwarded-For/-Proto/-Host, and the body streamed with
+// a bound.
+func (e *Edge) outbound(out *fasthttp.Request, ctx *fasthttp.RequestCtx, o *origin, client netip.Addr) {
+	out.Reset()
+	in := &ctx.Request
+	in.Header.CopyTo(&out.Header)
+	conn := append([]byte(nil), in.Header.PeekBytes(hdrConnection)...)
+	for _, name := range hopByHop {
+		out.Header.DelBytes(name)
+	}
+	for _, name := range splitTokens(conn) {
+		out.Header.DelBytes(name)
+	}
+	out.Header.DelBytes(hdrExpect) // the edge already answered 100-continue
+	out.SetRequestURIBytes(requestPath(in.Header.RequestURI()))
+	out.URI().SetSchemeBytes(o.scheme)
+	out.URI().SetHostBytes(o.host)
+	out.Header.SetHostBytes(in.Header.Host())
+	out.UseHostHeader = true
+
+	peer := peerAddr(ctx)
+	var buf [64]byte
+	addr := peer.AppendTo(buf[:0])
+	if e.trusted.trusted(peer) {
+		if prior := in.Header.Peek(headerXFF); len(prior) > 0 {
+			v := append(append(append([]byte(nil), prior...), ", "...), addr...)
+			out.Header.Set(headerXFF, string(v))
+		} else {
+			out.Header.SetBytesV(headerXFF, addr)
+		}
+	} else {
+		out.Header.SetBytesV(headerXFF, addr)
+	}
+	out.Header.SetBytesKV(hdrXRealIP, client.AppendTo(buf[:0]))
+	out.Header.SetBytesKV(hdrXForwardedProto, valHTTPS)
+	out.Header.SetBytesKV(hdrXForwardedHost, in.Header.Host())
+
+	cl := in.Header.ContentLength()
+	if s := ctx.RequestBodyStream(); s != nil && cl != 0 {
+		out.SetBodyStream(&limitReader{r: s, n: e.cfg.MaxBodyBytes}, cl)
+	} else if body := in.Body(); len(body) > 0 {
+		out.SetBodyRaw(body)
+	}
+}
+
+// requestPath returns the path and query of a request target, without the
+// scheme and authority of an absolute-form target.
+func requestPath(uri []byte) []byte {
+	if len(uri) > 0 && uri[0] == '/' {
+		return uri
+	}
+	for _, scheme := range [...]string{"http://", "https://"} {
+		if len(uri) >= len(scheme) && equalFoldASCII(uri[:len(scheme)], scheme) {
+			rest := uri[len(scheme):]
+			for i, c := range rest {
+				if c == '/' || c == '?' {
+					if c == '?' {
+						return append([]byte{'/'}, rest[i:]...)
+					}
+					return rest[i:]
+				}
+			}
+			return []byte{'/'}
+		}
+	}
+	return uri
+}
+
+// splitTokens splits a comma-separated header value into trimmed tokens.
+func splitTokens(v []byte) [][]byte {
+	var out [][]byte
+	for len(v) > 0 {
+		var t []byte
+		i := 0
+		for i < len(v) && v[i] != ',' {
+			i++
+		}
+		t, v = trimSpace(v[:i]), v[min(i+1, len(v)):]
+		if len(t) > 0 {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// stripHopByHop removes hop-by-hop fields from an origin's response.
+func stripHopByHop(h *fasthttp.ResponseHeader) {
+	conn := append([]byte(nil), h.PeekBytes(hdrConnection)...)
+	for _, name := range hopByHop {
+		if string(name) == "Connection" || string(name) == "Transfer-Encoding" {
+			continue // fasthttp manages both itself
+		}
+		h.DelBytes(name)
+	}
+	for _, name := range splitTokens(conn) {
+		h.DelBytes(name)
+	}
+}
+
+// respondShared answers from a shared-cache entry, or 304 when the
+// visitor's own validators match it.
+func (e *Edge) respondShared(ctx *fasthttp.RequestCtx, ent *cache.SharedEntry, xcache []byte, p proto) {
+	ent.Respond(&ctx.Response, e.now())
+	rh := &ctx.Response.Header
+	if ent.Status() == fasthttp.StatusOK && ent.NotModified(&ctx.Request.Header) {
+		rh.SetStatusCode(fasthttp.StatusNotModified)
+		ctx.Response.ResetBody()
+		ctx.Response.SkipBody = true
+	}
+	rh.SetCanonical(hdrXCache, xcache)
+	e.securityHeaders(rh, p, true)
+}
+
+// forwardError answers a failed forward: 413 for a body past the limit,
+// 504 for an origin that did not answer in time, 503 when every connection
+// to it is busy, 502 otherwise.
+func (e *Edge) forwardError(ctx *fasthttp.RequestCtx, st *site, p proto, err error) {
+	status := fasthttp.StatusBadGateway
+	var ne net.Error
+	switch {
+	case errors.Is(err, errBodyLimit):
+		e.plain(ctx, p, fasthttp.StatusRequestEntityTooLarge, bodyTooLarge)
+		ctx.SetConnectionClose()
+		return
+	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout),
+		errors.As(err, &ne) && ne.Timeout():
+		status = fasthttp.StatusGatewayTimeout
+	case errors.Is(err, fasthttp.ErrNoFreeConns):
+		status = fasthttp.StatusServiceUnavailable
+	}
+	e.metrics.originError(st.kind, status)
+	e.log.Warn("edge: origin failed", "site", st.host, "kind", st.kind.String(), "origin", st.dep.origin.base,
+		"status", status, "err", err)
+	e.originError(ctx, st, p, status)
+}
+
+// originError answers a clear error page for an origin failure.
+func (e *Edge) originError(ctx *fasthttp.RequestCtx, st *site, p proto, status int) {
+	rh := &ctx.Response.Header
+	rh.SetStatusCode(status)
+	rh.SetContentTypeBytes(valTextHTML)
+	rh.SetCanonical(hdrCacheControl, valNoStore)
+	e.securityHeaders(rh, p, false)
+	ctx.Response.SetBodyString(errorPage(status, st.kind))
+}
+
+// originBody streams an origin's response body to the visitor and returns
+// the response (and its connection) to the pool when done.
+type originBody struct {
+	resp *fasthttp.Response
+	r    io.Reader
+}
+
+func (b *originBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+func (b *originBody) Close() error {
+	fasthttp.ReleaseResponse(b.resp)
+	return nil
+}
+
+// limitReader fails with errBodyLimit past n bytes.
+type limitReader struct {
+	r io.Reader
+	n int64
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		var one [1]byte
+		n, err := l.r.Read(one[:])
+		if n > 0 {
+			return 0, errBodyLimit
+		}
+		return 0, err
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+var (
+	_ io.ReadCloser = (*originBody)(nil)
+	_ io.Reader     = (*limitReader)(nil)
+)
