@@ -20,6 +20,7 @@ commands:
   serve          control plane + edge + background workers in one process
   controlplane   control plane + workers only
   edge           one edge node, configured from a control plane (--controlplane, --edge-token)
+  edge-token     create, list or revoke the tokens remote edges use
 
 Run "platform <command> -h" for the flags.`
 
@@ -30,6 +31,13 @@ func main() {
 	}
 	cmd := os.Args[1]
 	var o options
+	if cmd == "edge-token" {
+		if err := edgeToken(context.Background(), os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "platform edge-token: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	switch cmd {
 	case "serve", "controlplane", "edge":
 	case "-h", "--help", "help":

@@ -143,20 +143,32 @@ func (s *Service) MintToken(ctx context.Context, name string) (string, Token, er
 // RevokeToken revokes an edge token: its edge is refused from the next
 // request on.
 func (s *Service) RevokeToken(ctx context.Context, id string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE edge_tokens SET revoked_at = ? WHERE id = ? AND revoked_at = ''`, store.FormatTime(s.clock.Now()), id)
+	if err := RevokeToken(ctx, s.db, id, s.clock.Now()); err != nil {
+		return err
+	}
+	s.log.Info("edge token revoked", "id", id)
+	return s.tokens.load(ctx, s.db)
+}
+
+// RevokeToken revokes the edge token id in db. A running control plane
+// refuses it within TokenRecheck.
+func RevokeToken(ctx context.Context, db *store.DB, id string, now time.Time) error {
+	res, err := db.ExecContext(ctx, `UPDATE edge_tokens SET revoked_at = ? WHERE id = ? AND revoked_at = ''`, store.FormatTime(now), id)
 	if err != nil {
 		return fmt.Errorf("edgesync: revoke: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("edgesync: revoke %s: %w", id, store.ErrNotFound)
 	}
-	s.log.Info("edge token revoked", "id", id)
-	return s.tokens.load(ctx, s.db)
+	return nil
 }
 
 // Tokens lists the edge tokens, newest first.
-func (s *Service) Tokens(ctx context.Context) ([]Token, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, name, local, created_at, revoked_at FROM edge_tokens ORDER BY created_at DESC, id`)
+func (s *Service) Tokens(ctx context.Context) ([]Token, error) { return Tokens(ctx, s.db) }
+
+// Tokens lists the edge tokens in db, newest first.
+func Tokens(ctx context.Context, db *store.DB) ([]Token, error) {
+	rows, err := db.QueryContext(ctx, `SELECT id, name, local, created_at, revoked_at FROM edge_tokens ORDER BY created_at DESC, id`)
 	if err != nil {
 		return nil, fmt.Errorf("edgesync: tokens: %w", err)
 	}
@@ -181,14 +193,26 @@ func (s *Service) authenticate(r *http.Request) (string, bool) {
 		return "", false
 	}
 	h := hashToken(secret)
+	s.tokens.mu.RLock()
+	age := time.Since(s.tokens.reloaded)
+	s.tokens.mu.RUnlock()
+	if age > TokenRecheck {
+		// Revocations made by another process (platform edge-token revoke)
+		// apply within TokenRecheck.
+		if err := s.tokens.load(r.Context(), s.db); err != nil {
+			return "", false
+		}
+		age = 0
+	}
 	if id, ok := s.tokens.match(h); ok {
 		return id, true
 	}
-	s.tokens.mu.RLock()
-	stale := time.Since(s.tokens.reloaded) > time.Second
-	s.tokens.mu.RUnlock()
-	if stale && s.tokens.load(r.Context(), s.db) == nil {
+	if age > time.Second && s.tokens.load(r.Context(), s.db) == nil {
 		return s.tokens.match(h)
 	}
 	return "", false
 }
+
+// TokenRecheck is how long a token list read from the database is trusted:
+// a token revoked by another process is refused within it.
+const TokenRecheck = 30 * time.Second
