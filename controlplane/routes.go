@@ -26,7 +26,7 @@ func (cp *ControlPlane) routeTable() []api.Route {
 		{Method: P, Path: "/api/members", Op: auth.OpMemberManage, Handler: acc.Invite, Status: 201, Summary: "Invite a member; the invitation token is shown once", Request: accounts.InviteRequest{}, Response: accounts.Invitation{}},
 		{Method: P, Path: "/api/members/accept", Public: true, Handler: acc.Accept, Summary: "Accept an invitation (or the owner's setup token) and set a password", Request: accounts.AcceptRequest{}, Response: accounts.MemberAnswer{}},
 		{Method: A, Path: "/api/members/{id}", Op: auth.OpMemberManage, Handler: acc.UpdateMember, Summary: "Change a member's role", Request: accounts.UpdateMemberRequest{}, Response: accounts.MemberAnswer{}},
-		{Method: D, Path: "/api/members/{id}", Op: auth.OpMemberManage, Handler: acc.RemoveMember, Summary: "Remove a member and revoke their keys", Response: accounts.Removed{}},
+		{Method: D, Path: "/api/members/{id}", Op: auth.OpMemberManage, Handler: acc.RemoveMember, Summary: "Remove a member and revoke their keys", Response: api.Deleted{}},
 		{Method: P, Path: "/api/session", Public: true, Handler: acc.SignIn, Summary: "Sign in to the dashboard (sets the session cookie)", Request: accounts.SignInRequest{}, Response: accounts.SignedIn{}},
 		{Method: G, Path: "/api/session", Op: auth.OpWorkspaceRead, Handler: acc.GetSession, Summary: "The signed-in member", Response: accounts.SessionInfo{}},
 		{Method: D, Path: "/api/session", Op: auth.OpAccount, Handler: acc.SignOut, Summary: "Sign out"},
@@ -40,11 +40,11 @@ func (cp *ControlPlane) routeTable() []api.Route {
 		{Method: G, Path: "/api/projects", Op: auth.OpProjectList, Handler: prj.List, Summary: "List projects with live_url", Response: projects.ProjectList{}},
 		{Method: G, Path: "/api/projects/{id}", Op: auth.OpProjectRead, ProjectParam: "id", Handler: prj.Read, Summary: "Read a project, what it serves, what Deploy will do and its services", Response: projects.Detail{}},
 		{Method: A, Path: "/api/projects/{id}", Op: auth.OpProjectUpdate, ProjectParam: "id", Handler: prj.Update, Summary: "Change a project", Request: projects.UpdateRequest{}, Response: projects.ProjectAnswer{}},
-		{Method: D, Path: "/api/projects/{id}", Op: auth.OpProjectDelete, ProjectParam: "id", Handler: prj.Delete, Summary: "Delete a project and its resources", Response: projects.Deleted{}},
+		{Method: D, Path: "/api/projects/{id}", Op: auth.OpProjectDelete, ProjectParam: "id", Handler: prj.Delete, Summary: "Delete a project and its resources", Response: api.Deleted{}},
 		{Method: P, Path: "/api/projects/{id}/env", Op: auth.OpEnvWrite, ProjectParam: "id", Handler: prj.SetEnv, Status: 201, Summary: "Create or replace a variable", Request: projects.EnvRequest{}, Response: projects.EnvAnswer{}},
 		{Method: G, Path: "/api/projects/{id}/env", Op: auth.OpEnvRead, ProjectParam: "id", Handler: prj.ListEnv, Summary: "List variables with values (developers and above)", Response: projects.EnvList{}},
 		{Method: A, Path: "/api/projects/{id}/env/{envId}", Op: auth.OpEnvWrite, ProjectParam: "id", Handler: prj.PatchEnv, Summary: "Change a variable", Request: projects.EnvPatch{}, Response: projects.EnvAnswer{}},
-		{Method: D, Path: "/api/projects/{id}/env/{envId}", Op: auth.OpEnvWrite, ProjectParam: "id", Handler: prj.DeleteEnv, Summary: "Delete a variable", Response: projects.Deleted{}},
+		{Method: D, Path: "/api/projects/{id}/env/{envId}", Op: auth.OpEnvWrite, ProjectParam: "id", Handler: prj.DeleteEnv, Summary: "Delete a variable", Response: api.Deleted{}},
 
 		// Audit and activity.
 		{Method: G, Path: "/api/orgs/{id}/audit-logs", Op: auth.OpAuditRead, Handler: aud.List, Summary: "Audit rows, newest first (admins)", Response: audit.AuditPage{}},

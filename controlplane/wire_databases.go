@@ -47,7 +47,7 @@ func wireDatabases(ctx context.Context, cp *ControlPlane) error {
 		api.Route{Method: G, Path: "/api/databases/{id}", Op: auth.OpDatabaseRead, Handler: h.Get, Summary: "Read a database, its endpoint and limits", Response: databases.DatabaseAnswer{}},
 		api.Route{Method: P, Path: "/api/databases/{id}", Op: auth.OpDatabaseQuery, Handler: h.Query, MaxBody: databases.MaxQueryBody, Summary: "Run SQL: {sql, params?} or {batch: [{sql, params?}]}, as one transaction", Request: databases.QuerySchema{}, Response: databases.QueryAnswerSchema{}},
 		api.Route{Method: A, Path: "/api/databases/{id}", Op: auth.OpDatabaseWrite, Handler: h.Retry, Summary: "Retry a failed create: {action: retry}", Request: databases.PatchRequest{}, Response: databases.DatabaseAnswer{}},
-		api.Route{Method: D, Path: "/api/databases/{id}", Op: auth.OpDatabaseWrite, Handler: h.Delete, Summary: "Delete a database for good (later calls answer 410)", Response: databases.Deleted{}},
+		api.Route{Method: D, Path: "/api/databases/{id}", Op: auth.OpDatabaseWrite, Handler: h.Delete, Summary: "Delete a database for good (later calls answer 410)", Response: api.Deleted{}},
 		api.Route{Method: P, Path: "/api/databases/{id}/export", Op: auth.OpDatabaseWrite, Handler: h.Export, Summary: "Start an export, or ask after one with its bookmark", Request: databases.ExportRequest{}, Response: databases.ExportAnswer{}},
 		api.Route{Method: G, Path: "/api/databases/{id}/export", Op: auth.OpDatabaseWrite, Handler: h.Download, Summary: "Download a complete export as a .sql file (?bookmark=)"},
 	)

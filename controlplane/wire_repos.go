@@ -21,7 +21,7 @@ func init() {
 			api.Route{Method: G, Path: "/api/repos", Op: auth.OpRepoRead, Handler: rh.List, Summary: "List repos with commit counts", Response: repos.RepoList{}},
 			api.Route{Method: P, Path: "/api/repos", Op: auth.OpRepoWrite, Handler: rh.Create, Status: 201, Summary: "Create a repo", Request: repos.CreateRequest{}, Response: repos.RepoAnswer{}},
 			api.Route{Method: G, Path: "/api/repos/{id}", Op: auth.OpRepoRead, Handler: rh.Read, Summary: "Read a repo and its commit history", Response: repos.Detail{}},
-			api.Route{Method: D, Path: "/api/repos/{id}", Op: auth.OpRepoWrite, Handler: rh.Delete, Summary: "Delete a repo (its deployments keep serving)", Response: repos.Deleted{}},
+			api.Route{Method: D, Path: "/api/repos/{id}", Op: auth.OpRepoWrite, Handler: rh.Delete, Summary: "Delete a repo (its deployments keep serving)", Response: api.Deleted{}},
 			api.Route{Method: P, Path: "/api/repos/{id}/commits", Op: auth.OpRepoWrite, Handler: rh.Push, Status: 201, MaxBody: repos.MaxPushBody,
 				Summary: "Push a commit: a full snapshot of at most 500 files, 10 MB each, 25 MB in all", Request: repos.PushRequest{}, Response: repos.CommitAnswer{}},
 			api.Route{Method: G, Path: "/api/repos/{id}/files", Op: auth.OpRepoRead, Handler: rh.Files,

@@ -35,11 +35,7 @@ type You struct {
 func (h Handlers) GetWorkspace(w http.ResponseWriter, r *http.Request) error {
 	p := api.PrincipalFrom(r.Context())
 	ws, err := h.S.Workspace(r.Context(), p.WorkspaceID)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, WhoAmI{Workspace: ws, You: You{MemberID: p.MemberID, Role: p.Role, Via: p.KeyKind(), KeyPrefix: p.KeyPrefix, ProjectID: p.ProjectID}})
-	return nil
+	return api.Reply(w, http.StatusOK, WhoAmI{Workspace: ws, You: You{MemberID: p.MemberID, Role: p.Role, Via: p.KeyKind(), KeyPrefix: p.KeyPrefix, ProjectID: p.ProjectID}}, err)
 }
 
 // KeyList is the answer of GET /api/keys.
@@ -50,11 +46,7 @@ type KeyList struct {
 // ListKeys answers GET /api/keys.
 func (h Handlers) ListKeys(w http.ResponseWriter, r *http.Request) error {
 	keys, err := h.S.ListKeys(r.Context(), api.PrincipalFrom(r.Context()))
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, KeyList{Keys: keys})
-	return nil
+	return api.Reply(w, http.StatusOK, KeyList{Keys: keys}, err)
 }
 
 // CreateKey answers POST /api/keys.
@@ -64,11 +56,7 @@ func (h Handlers) CreateKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out, err := h.S.CreateKey(r.Context(), api.PrincipalFrom(r.Context()), req, h.ProjectExists)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusCreated, out)
-	return nil
+	return api.Reply(w, http.StatusCreated, out, err)
 }
 
 // KeyAnswer wraps one key.
@@ -79,11 +67,7 @@ type KeyAnswer struct {
 // RevokeKey answers DELETE /api/keys/{id}.
 func (h Handlers) RevokeKey(w http.ResponseWriter, r *http.Request) error {
 	k, err := h.S.RevokeKey(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, KeyAnswer{Key: k})
-	return nil
+	return api.Reply(w, http.StatusOK, KeyAnswer{Key: k}, err)
 }
 
 // MemberList is the answer of GET /api/members.
@@ -94,11 +78,7 @@ type MemberList struct {
 // ListMembers answers GET /api/members.
 func (h Handlers) ListMembers(w http.ResponseWriter, r *http.Request) error {
 	ms, err := h.S.Members(r.Context(), api.PrincipalFrom(r.Context()).WorkspaceID)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, MemberList{Members: ms})
-	return nil
+	return api.Reply(w, http.StatusOK, MemberList{Members: ms}, err)
 }
 
 // Invite answers POST /api/members.
@@ -108,11 +88,7 @@ func (h Handlers) Invite(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	inv, err := h.S.Invite(r.Context(), api.PrincipalFrom(r.Context()), req)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusCreated, inv)
-	return nil
+	return api.Reply(w, http.StatusCreated, inv, err)
 }
 
 // MemberAnswer wraps one member.
@@ -127,11 +103,7 @@ func (h Handlers) Accept(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	m, err := h.S.Accept(r.Context(), req)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, MemberAnswer{Member: m})
-	return nil
+	return api.Reply(w, http.StatusOK, MemberAnswer{Member: m}, err)
 }
 
 // UpdateMember answers PATCH /api/members/{id}.
@@ -141,27 +113,13 @@ func (h Handlers) UpdateMember(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	m, err := h.S.UpdateMember(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), req)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, MemberAnswer{Member: m})
-	return nil
-}
-
-// Removed is the answer of a DELETE.
-type Removed struct {
-	ID      string `json:"id"`
-	Deleted bool   `json:"deleted"`
+	return api.Reply(w, http.StatusOK, MemberAnswer{Member: m}, err)
 }
 
 // RemoveMember answers DELETE /api/members/{id}.
 func (h Handlers) RemoveMember(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if err := h.S.RemoveMember(r.Context(), api.PrincipalFrom(r.Context()), id); err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, Removed{ID: id, Deleted: true})
-	return nil
+	return api.Reply(w, http.StatusOK, api.Deleted{ID: id, Deleted: true}, h.S.RemoveMember(r.Context(), api.PrincipalFrom(r.Context()), id))
 }
 
 // SignIn answers POST /api/session.
@@ -197,11 +155,7 @@ func (h Handlers) GetSession(w http.ResponseWriter, r *http.Request) error {
 		return api.E(api.KindNotFound, "no_session", "this request carries an API key, not a dashboard session")
 	}
 	m, err := h.S.Member(r.Context(), p.WorkspaceID, p.MemberID)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, SessionInfo{Member: m, WorkspaceID: p.WorkspaceID, SecondFactor: p.SecondFactor})
-	return nil
+	return api.Reply(w, http.StatusOK, SessionInfo{Member: m, WorkspaceID: p.WorkspaceID, SecondFactor: p.SecondFactor}, err)
 }
 
 // SignOut answers DELETE /api/session.
@@ -220,21 +174,13 @@ func (h Handlers) ChangePassword(w http.ResponseWriter, r *http.Request) error {
 	if err := api.Decode(r, &req, false); err != nil {
 		return err
 	}
-	if err := h.S.ChangePassword(r.Context(), api.PrincipalFrom(r.Context()), req); err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, map[string]bool{"changed": true})
-	return nil
+	return api.Reply(w, http.StatusOK, map[string]bool{"changed": true}, h.S.ChangePassword(r.Context(), api.PrincipalFrom(r.Context()), req))
 }
 
 // StartTOTP answers POST /api/account/totp.
 func (h Handlers) StartTOTP(w http.ResponseWriter, r *http.Request) error {
 	e, err := h.S.StartTOTP(r.Context(), api.PrincipalFrom(r.Context()))
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, e)
-	return nil
+	return api.Reply(w, http.StatusOK, e, err)
 }
 
 // TOTPState is the answer of confirming or removing two-factor.
@@ -248,11 +194,7 @@ func (h Handlers) ConfirmTOTP(w http.ResponseWriter, r *http.Request) error {
 	if err := api.Decode(r, &req, false); err != nil {
 		return err
 	}
-	if err := h.S.ConfirmTOTP(r.Context(), api.PrincipalFrom(r.Context()), req.Code); err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, TOTPState{TwoFactor: true})
-	return nil
+	return api.Reply(w, http.StatusOK, TOTPState{TwoFactor: true}, h.S.ConfirmTOTP(r.Context(), api.PrincipalFrom(r.Context()), req.Code))
 }
 
 // DisableTOTP answers DELETE /api/account/totp.
@@ -261,9 +203,5 @@ func (h Handlers) DisableTOTP(w http.ResponseWriter, r *http.Request) error {
 	if err := api.Decode(r, &req, false); err != nil {
 		return err
 	}
-	if err := h.S.DisableTOTP(r.Context(), api.PrincipalFrom(r.Context()), req.Code); err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, TOTPState{TwoFactor: false})
-	return nil
+	return api.Reply(w, http.StatusOK, TOTPState{TwoFactor: false}, h.S.DisableTOTP(r.Context(), api.PrincipalFrom(r.Context()), req.Code))
 }

@@ -22,6 +22,23 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
+// Reply ends a handler that called its service: it writes v with status
+// when err is nil and returns err otherwise, for the error adapter. v must be
+// safe to build from a failed call's zero results.
+func Reply(w http.ResponseWriter, status int, v any, err error) error {
+	if err != nil {
+		return err
+	}
+	WriteJSON(w, status, v)
+	return nil
+}
+
+// Deleted is the answer of a DELETE that removed something.
+type Deleted struct {
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted"`
+}
+
 // Decode reads one JSON object from the request body into dst, strictly:
 // unknown fields, trailing data, a body over the route's limit and malformed
 // JSON are 400 or 413 errors whose message says where. An empty body decodes

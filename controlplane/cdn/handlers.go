@@ -12,11 +12,7 @@ type Handlers struct{ S *Service }
 // Get answers GET /api/services/cdn.
 func (h Handlers) Get(w http.ResponseWriter, r *http.Request) error {
 	st, err := h.S.Get(r.Context(), api.PrincipalFrom(r.Context()).WorkspaceID)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, Answer{Settings: st})
-	return nil
+	return api.Reply(w, http.StatusOK, Answer{Settings: st}, err)
 }
 
 // Put answers PUT /api/services/cdn.
@@ -26,9 +22,5 @@ func (h Handlers) Put(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out, err := h.S.Update(r.Context(), api.PrincipalFrom(r.Context()), p)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return api.Reply(w, http.StatusOK, out, err)
 }

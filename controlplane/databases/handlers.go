@@ -92,11 +92,7 @@ func (h Handlers) Retry(w http.ResponseWriter, r *http.Request) error {
 // Delete answers DELETE /api/databases/{id}.
 func (h Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if err := h.S.Delete(r.Context(), api.PrincipalFrom(r.Context()), id); err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, Deleted{ID: id, Deleted: true})
-	return nil
+	return api.Reply(w, http.StatusOK, api.Deleted{ID: id, Deleted: true}, h.S.Delete(r.Context(), api.PrincipalFrom(r.Context()), id))
 }
 
 // Export answers POST /api/databases/{id}/export {bookmark?}.

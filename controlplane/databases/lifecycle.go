@@ -106,14 +106,6 @@ type PatchRequest struct {
 	Action string `json:"action"`
 }
 
-// Deleted is the answer of DELETE /api/databases/{id}.
-type Deleted struct {
-	// ID is the deleted database's.
-	ID string `json:"id"`
-	// Deleted is true.
-	Deleted bool `json:"deleted"`
-}
-
 // Name names the area's resources in project teardown messages.
 func (s *Service) Name() string { return "databases" }
 

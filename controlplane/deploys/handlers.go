@@ -45,19 +45,11 @@ func (h Handlers) Redeploy(w http.ResponseWriter, r *http.Request) error {
 // List answers GET /api/projects/{id}/deployments.
 func (h Handlers) List(w http.ResponseWriter, r *http.Request) error {
 	out, err := h.S.List(r.Context(), api.PrincipalFrom(r.Context()).WorkspaceID, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return api.Reply(w, http.StatusOK, out, err)
 }
 
 // Get answers GET /api/deployments/{id}: the deployment, its log and files.
 func (h Handlers) Get(w http.ResponseWriter, r *http.Request) error {
 	out, err := h.S.Get(r.Context(), api.PrincipalFrom(r.Context()).WorkspaceID, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return api.Reply(w, http.StatusOK, out, err)
 }

@@ -143,9 +143,5 @@ func (h Handlers) Counts(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out, err := h.S.Ingest(r.Context(), id, b)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return api.Reply(w, http.StatusOK, out, err)
 }

@@ -26,31 +26,19 @@ func (h Handlers) Create(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p, err := h.S.Create(r.Context(), api.PrincipalFrom(r.Context()), req)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusCreated, ProjectAnswer{Project: p})
-	return nil
+	return api.Reply(w, http.StatusCreated, ProjectAnswer{Project: p}, err)
 }
 
 // List answers GET /api/projects.
 func (h Handlers) List(w http.ResponseWriter, r *http.Request) error {
 	ps, err := h.S.List(r.Context(), api.PrincipalFrom(r.Context()))
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, ProjectList{Projects: ps})
-	return nil
+	return api.Reply(w, http.StatusOK, ProjectList{Projects: ps}, err)
 }
 
 // Read answers GET /api/projects/{id}.
 func (h Handlers) Read(w http.ResponseWriter, r *http.Request) error {
 	d, err := h.S.Read(r.Context(), api.PrincipalFrom(r.Context()).WorkspaceID, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, d)
-	return nil
+	return api.Reply(w, http.StatusOK, d, err)
 }
 
 // Update answers PATCH /api/projects/{id}.
@@ -60,27 +48,13 @@ func (h Handlers) Update(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p, err := h.S.Update(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), req)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, ProjectAnswer{Project: p})
-	return nil
-}
-
-// Deleted is the answer of a DELETE.
-type Deleted struct {
-	ID      string `json:"id"`
-	Deleted bool   `json:"deleted"`
+	return api.Reply(w, http.StatusOK, ProjectAnswer{Project: p}, err)
 }
 
 // Delete answers DELETE /api/projects/{id}.
 func (h Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if err := h.S.Delete(r.Context(), api.PrincipalFrom(r.Context()), id); err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, Deleted{ID: id, Deleted: true})
-	return nil
+	return api.Reply(w, http.StatusOK, api.Deleted{ID: id, Deleted: true}, h.S.Delete(r.Context(), api.PrincipalFrom(r.Context()), id))
 }
 
 // SetEnv answers POST /api/projects/{id}/env (201 when created, 200 when replaced).
@@ -104,11 +78,7 @@ func (h Handlers) SetEnv(w http.ResponseWriter, r *http.Request) error {
 // ListEnv answers GET /api/projects/{id}/env.
 func (h Handlers) ListEnv(w http.ResponseWriter, r *http.Request) error {
 	out, err := h.S.Env(r.Context(), api.PrincipalFrom(r.Context()).WorkspaceID, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return api.Reply(w, http.StatusOK, out, err)
 }
 
 // PatchEnv answers PATCH /api/projects/{id}/env/{envId}.
@@ -118,19 +88,11 @@ func (h Handlers) PatchEnv(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out, err := h.S.PatchEnv(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), r.PathValue("envId"), req)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return api.Reply(w, http.StatusOK, out, err)
 }
 
 // DeleteEnv answers DELETE /api/projects/{id}/env/{envId}.
 func (h Handlers) DeleteEnv(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("envId")
-	if err := h.S.DeleteEnv(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), id); err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, Deleted{ID: id, Deleted: true})
-	return nil
+	return api.Reply(w, http.StatusOK, api.Deleted{ID: id, Deleted: true}, h.S.DeleteEnv(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), id))
 }

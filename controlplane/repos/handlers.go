@@ -26,12 +26,6 @@ type CommitAnswer struct {
 	Commit Commit `json:"commit"`
 }
 
-// Deleted is the answer of DELETE /api/repos/{id}.
-type Deleted struct {
-	ID      string `json:"id"`
-	Deleted bool   `json:"deleted"`
-}
-
 // Create answers POST /api/repos.
 func (h Handlers) Create(w http.ResponseWriter, r *http.Request) error {
 	var req CreateRequest
@@ -39,41 +33,25 @@ func (h Handlers) Create(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	repo, err := h.S.Create(r.Context(), api.PrincipalFrom(r.Context()), req)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusCreated, RepoAnswer{Repo: repo})
-	return nil
+	return api.Reply(w, http.StatusCreated, RepoAnswer{Repo: repo}, err)
 }
 
 // List answers GET /api/repos.
 func (h Handlers) List(w http.ResponseWriter, r *http.Request) error {
 	rs, err := h.S.List(r.Context(), api.PrincipalFrom(r.Context()).WorkspaceID)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, RepoList{Repos: rs})
-	return nil
+	return api.Reply(w, http.StatusOK, RepoList{Repos: rs}, err)
 }
 
 // Read answers GET /api/repos/{id}.
 func (h Handlers) Read(w http.ResponseWriter, r *http.Request) error {
 	d, err := h.S.Read(r.Context(), api.PrincipalFrom(r.Context()).WorkspaceID, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, d)
-	return nil
+	return api.Reply(w, http.StatusOK, d, err)
 }
 
 // Delete answers DELETE /api/repos/{id}.
 func (h Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if err := h.S.Delete(r.Context(), api.PrincipalFrom(r.Context()), id); err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, Deleted{ID: id, Deleted: true})
-	return nil
+	return api.Reply(w, http.StatusOK, api.Deleted{ID: id, Deleted: true}, h.S.Delete(r.Context(), api.PrincipalFrom(r.Context()), id))
 }
 
 // Push answers POST /api/repos/{id}/commits.
@@ -83,11 +61,7 @@ func (h Handlers) Push(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	c, err := h.S.Push(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), req)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusCreated, CommitAnswer{RepoID: r.PathValue("id"), Commit: c})
-	return nil
+	return api.Reply(w, http.StatusCreated, CommitAnswer{RepoID: r.PathValue("id"), Commit: c}, err)
 }
 
 // CommitParam reads the optional commit query parameter (0 when absent).
@@ -119,9 +93,5 @@ func (h Handlers) Files(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	t, err := h.S.Tree(r.Context(), ws, r.PathValue("id"), n)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, t)
-	return nil
+	return api.Reply(w, http.StatusOK, t, err)
 }

@@ -12,9 +12,5 @@ type Handlers struct{ S *Service }
 // Overview answers GET /api/security/overview.
 func (h Handlers) Overview(w http.ResponseWriter, r *http.Request) error {
 	o, err := h.S.Overview(r.Context(), api.PrincipalFrom(r.Context()).WorkspaceID)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, o)
-	return nil
+	return api.Reply(w, http.StatusOK, o, err)
 }

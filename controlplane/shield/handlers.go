@@ -29,11 +29,7 @@ type PutDoc struct {
 // Get answers GET /api/services/shield.
 func (h Handlers) Get(w http.ResponseWriter, r *http.Request) error {
 	out, err := h.S.Get(r.Context(), api.PrincipalFrom(r.Context()).WorkspaceID)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return api.Reply(w, http.StatusOK, out, err)
 }
 
 // Put answers PUT /api/services/shield: settings merged over the saved ones,
@@ -65,21 +61,13 @@ func (h Handlers) Put(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	out, err := h.S.Update(r.Context(), pr, body)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return api.Reply(w, http.StatusOK, out, err)
 }
 
 // Apply answers POST /api/services/shield (Apply now).
 func (h Handlers) Apply(w http.ResponseWriter, r *http.Request) error {
 	out, err := h.S.ApplyNow(r.Context(), api.PrincipalFrom(r.Context()))
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return api.Reply(w, http.StatusOK, out, err)
 }
 
 // Blocks answers GET /api/services/shield/blocks?days=7|30.
@@ -89,9 +77,5 @@ func (h Handlers) Blocks(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out, err := h.S.Blocks(r.Context(), api.PrincipalFrom(r.Context()).WorkspaceID, days)
-	if err != nil {
-		return err
-	}
-	api.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return api.Reply(w, http.StatusOK, out, err)
 }
