@@ -7,19 +7,21 @@
 // current role, and dies with the membership. Members sign in to the
 // dashboard with an argon2id-hashed password and an optional TOTP second
 // factor; a signed-in owner is what money-out actions require.
+//
+// Service holds the area's rules (validation, role grants, the last-owner
+// guard, the key limit, sign-in throttling, TOTP checks, password hashing);
+// Store is its persistence, with every change and its audit row in one
+// transaction, and SQLStore implements Store on the metadata database.
 package accounts
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/clock"
@@ -52,11 +54,10 @@ type Workspace struct {
 	CreatedAt time.Time  `json:"createdAt"`
 }
 
-// Service is the accounts area.
+// Service is the accounts area: its rules, over a Store.
 type Service struct {
-	db     *store.DB
+	store  Store
 	clock  clock.Clock
-	audit  *audit.Log
 	log    *slog.Logger
 	params passhash.Params
 
@@ -64,44 +65,31 @@ type Service struct {
 	lastUsed map[string]time.Time
 	dummy    string
 
-	signIns   *throttle
-	keyByHash *sql.Stmt
+	signIns *throttle
 }
 
-// New returns the accounts service.
+// New returns the accounts service over the platform's SQL database.
 func New(ctx context.Context, db *store.DB, clk clock.Clock, log *audit.Log, logger *slog.Logger) (*Service, error) {
-	stmt, err := db.PrepareContext(ctx, keyByHashSQL)
+	st, err := NewSQLStore(ctx, db, log)
 	if err != nil {
-		return nil, fmt.Errorf("accounts: prepare: %w", err)
+		return nil, err
 	}
 	return &Service{
-		db: db, clock: clk, audit: log, log: logger, params: passhash.Default,
-		lastUsed:  map[string]time.Time{},
-		signIns:   newThrottle(10, 15*time.Minute),
-		keyByHash: stmt,
+		store: st, clock: clk, log: logger, params: passhash.Default,
+		lastUsed: map[string]time.Time{},
+		signIns:  newThrottle(10, 15*time.Minute),
 	}, nil
 }
 
-// Close releases the prepared statements.
-func (s *Service) Close() error { return s.keyByHash.Close() }
+// Close releases the store's prepared statements.
+func (s *Service) Close() error { return s.store.Close() }
 
 // SetHashParams changes the password hashing cost (tests use a cheap one).
 func (s *Service) SetHashParams(p passhash.Params) { s.params, s.dummy = p, "" }
 
 // Workspace returns the workspace with id.
 func (s *Service) Workspace(ctx context.Context, id string) (Workspace, error) {
-	var w Workspace
-	var created, plan string
-	err := s.db.QueryRowContext(ctx, `SELECT id, name, plan, created_at FROM workspaces WHERE id = ?`, id).
-		Scan(&w.ID, &w.Name, &plan, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return w, api.NotFound("workspace")
-	}
-	if err != nil {
-		return w, fmt.Errorf("accounts: workspace: %w", err)
-	}
-	w.Plan, w.CreatedAt = plans.Name(plan), store.ParseTime(created)
-	return w, nil
+	return s.store.Workspace(ctx, id)
 }
 
 // Plan returns the plan of workspace id (hobby when unknown).
@@ -115,17 +103,8 @@ func (s *Service) Plan(ctx context.Context, id string) plans.Name {
 
 // SetPlan changes a workspace's plan (an operator action).
 func (s *Service) SetPlan(ctx context.Context, id string, plan plans.Name) error {
-	return s.db.Tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE workspaces SET plan = ? WHERE id = ?`, string(plan), id)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return api.NotFound("workspace")
-		}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: id, Action: "workspace.plan", Category: audit.CategoryBilling,
-			TargetType: "workspace", TargetID: id, Summary: "plan set to " + string(plan)})
-	})
+	return s.store.SetPlan(ctx, id, plan, audit.Event{Workspace: id, Action: "workspace.plan", Category: audit.CategoryBilling,
+		TargetType: "workspace", TargetID: id, Summary: "plan set to " + string(plan)})
 }
 
 // Bootstrap is what the first start creates.
@@ -157,52 +136,37 @@ const MinBootstrapKeyLen = 24
 // full-access key when the database holds no workspace; otherwise it does
 // nothing and returns Created false.
 func (s *Service) EnsureBootstrap(ctx context.Context, c BootstrapConfig) (Bootstrap, error) {
-	var b Bootstrap
 	if c.Key != "" && (len(c.Key) < MinBootstrapKeyLen || len(c.Key) > 512 || strings.ContainsAny(c.Key, " \t\r\n")) {
-		return b, fmt.Errorf("accounts: --bootstrap-key must be %d to 512 characters without spaces", MinBootstrapKeyLen)
+		return Bootstrap{}, fmt.Errorf("accounts: --bootstrap-key must be %d to 512 characters without spaces", MinBootstrapKeyLen)
 	}
 	if c.Plan == "" {
 		c.Plan = plans.Hobby
 	}
 	now := s.clock.Now()
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM workspaces`).Scan(&n); err != nil {
-			return err
-		}
-		if n > 0 {
-			return nil
-		}
-		b.Created = true
-		b.Workspace = Workspace{ID: store.NewID("ws"), Name: c.WorkspaceName, Plan: c.Plan, CreatedAt: now}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO workspaces(id, name, plan, created_at) VALUES (?,?,?,?)`,
-			b.Workspace.ID, c.WorkspaceName, string(c.Plan), store.FormatTime(now)); err != nil {
-			return err
-		}
-		memberID := store.NewID("mem")
-		b.OwnerEmail = c.OwnerEmail
-		b.SetupToken = "svcsetup_" + auth.RandomString(40)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO members(id, workspace_id, email, name, role, status, invite_hash, invite_expires, created_at)
-			VALUES (?,?,?,?,?,?,?,?,?)`, memberID, b.Workspace.ID, c.OwnerEmail, "Owner", "owner", "active",
-			auth.HashSecret(b.SetupToken), store.FormatTime(now.Add(InvitationLifetime)), store.FormatTime(now)); err != nil {
-			return err
-		}
+	var b Bootstrap
+	created, err := s.store.CreateFirstWorkspace(ctx, func() FirstWorkspace {
+		b = Bootstrap{Workspace: Workspace{ID: store.NewID("ws"), Name: c.WorkspaceName, Plan: c.Plan, CreatedAt: now},
+			OwnerEmail: c.OwnerEmail, SetupToken: "svcsetup_" + auth.RandomString(40)}
+		owner := MemberRecord{WorkspaceID: b.Workspace.ID, InviteHash: auth.HashSecret(b.SetupToken), InviteExpires: now.Add(InvitationLifetime),
+			Member: Member{ID: store.NewID("mem"), Email: c.OwnerEmail, Name: "Owner", Role: auth.Owner, Status: "active", CreatedAt: now}}
 		key, prefix, hash := auth.NewKey()
 		if c.Key != "" {
 			prefix, hash = c.Key[:4]+"…", auth.HashSecret(c.Key)
 		} else {
 			b.Key = key
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO api_keys(id, workspace_id, member_id, name, public_id, secret_hash, access, created_at)
-			VALUES (?,?,?,?,?,?,?,?)`, store.NewID("key"), b.Workspace.ID, memberID, "bootstrap owner key", prefix, hash, "full",
-			store.FormatTime(now)); err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: b.Workspace.ID, Action: "workspace.create", Category: audit.CategoryAccount,
-			TargetType: "workspace", TargetID: b.Workspace.ID, Summary: "workspace created with owner " + c.OwnerEmail})
+		return FirstWorkspace{Workspace: b.Workspace, Owner: owner, Key: KeyRecord{WorkspaceID: b.Workspace.ID, SecretHash: hash,
+			Key: Key{ID: store.NewID("key"), Name: "bootstrap owner key", Prefix: prefix, Access: "full", MemberID: owner.ID, CreatedAt: now}}}
+	}, func(f FirstWorkspace) audit.Event {
+		return audit.Event{Workspace: f.Workspace.ID, Action: "workspace.create", Category: audit.CategoryAccount,
+			TargetType: "workspace", TargetID: f.Workspace.ID, Summary: "workspace created with owner " + c.OwnerEmail}
 	})
 	if err != nil {
 		return Bootstrap{}, fmt.Errorf("accounts: bootstrap: %w", err)
 	}
+	if !created {
+		return Bootstrap{}, nil
+	}
+	b.Created = true
 	return b, nil
 }

@@ -2,7 +2,6 @@ package accounts
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/http"
@@ -28,14 +27,6 @@ type Key struct {
 	ExpiresAt  *time.Time `json:"expiresAt"`
 	LastUsedAt *time.Time `json:"lastUsedAt"`
 	RevokedAt  *time.Time `json:"revokedAt"`
-}
-
-func optTime(s string) *time.Time {
-	if s == "" {
-		return nil
-	}
-	t := store.ParseTime(s)
-	return &t
 }
 
 func kindOf(access, project string) string {
@@ -67,36 +58,25 @@ func (s *Service) Authenticate(r *http.Request) (*auth.Principal, error) {
 	return nil, nil
 }
 
-// keyByHashSQL finds a key and its member's current role; prepared once,
-// since every API request runs it.
-const keyByHashSQL = `SELECT k.id, k.workspace_id, k.member_id, k.public_id, k.secret_hash, k.access, k.project_id,
-		k.expires_at, k.revoked_at, m.role
-	FROM api_keys k JOIN members m ON m.id = k.member_id WHERE k.secret_hash = ?`
-
 func (s *Service) authenticateKey(ctx context.Context, token string) (*auth.Principal, error) {
 	if len(token) > 512 {
 		return nil, errBadCredentials
 	}
-	hash := auth.HashSecret(token)
-	var p auth.Principal
-	var stored []byte
-	var access, expires, revoked, role string
-	err := s.keyByHash.QueryRowContext(ctx, hash).
-		Scan(&p.KeyID, &p.WorkspaceID, &p.MemberID, &p.KeyPrefix, &stored, &access, &p.ProjectID, &expires, &revoked, &role)
-	if errors.Is(err, sql.ErrNoRows) {
+	c, err := s.store.KeyByHash(ctx, auth.HashSecret(token))
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, errBadCredentials
 	}
 	if err != nil {
 		return nil, fmt.Errorf("accounts: authenticate: %w", err)
 	}
 	now := s.clock.Now()
-	if !auth.SecretMatches(token, stored) || revoked != "" || (expires != "" && !now.Before(store.ParseTime(expires))) {
+	if !auth.SecretMatches(token, c.SecretHash) || c.RevokedAt != nil || (c.ExpiresAt != nil && !now.Before(*c.ExpiresAt)) {
 		return nil, errBadCredentials
 	}
-	p.Role, _ = auth.ParseRole(role)
-	p.ReadOnly = access == "read_only"
+	p := &auth.Principal{KeyID: c.ID, WorkspaceID: c.WorkspaceID, MemberID: c.MemberID, KeyPrefix: c.Prefix, ProjectID: c.ProjectID,
+		Role: c.Role, ReadOnly: c.Access == "read_only"}
 	s.touch(ctx, p.KeyID, now)
-	return &p, nil
+	return p, nil
 }
 
 // touch records a key's last use, at most once a minute per key.
@@ -109,7 +89,7 @@ func (s *Service) touch(ctx context.Context, keyID string, now time.Time) {
 	}
 	s.lastUsed[keyID] = now
 	s.mu.Unlock()
-	if _, err := s.db.ExecContext(ctx, `UPDATE api_keys SET last_used_at = ? WHERE id = ?`, store.FormatTime(now), keyID); err != nil {
+	if err := s.store.TouchKey(ctx, keyID, now); err != nil {
 		s.log.Warn("key last use not recorded", "key", keyID, "err", err)
 	}
 }
@@ -170,26 +150,17 @@ func (s *Service) CreateKey(ctx context.Context, p *auth.Principal, req CreateKe
 	secret, prefix, hash := auth.NewKey()
 	k := Key{ID: store.NewID("key"), Name: req.Name, Prefix: prefix, Access: req.Access, ProjectID: req.ProjectID,
 		MemberID: p.MemberID, CreatedAt: now, Kind: kindOf(req.Access, req.ProjectID)}
-	expires := ""
 	if req.ExpiresInDays > 0 {
 		t := now.Add(time.Duration(req.ExpiresInDays) * 24 * time.Hour)
-		k.ExpiresAt, expires = &t, store.FormatTime(t)
+		k.ExpiresAt = &t
 	}
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM api_keys WHERE workspace_id = ? AND revoked_at = ''`, p.WorkspaceID).Scan(&n); err != nil {
-			return err
-		}
-		if n >= MaxKeysPerWorkspace {
+	err := s.store.CreateKey(ctx, KeyRecord{Key: k, WorkspaceID: p.WorkspaceID, SecretHash: hash}, func(active int) error {
+		if active >= MaxKeysPerWorkspace {
 			return api.E(api.KindConflict, "key_limit", "a workspace holds at most %d active keys; revoke some first", MaxKeysPerWorkspace)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO api_keys(id, workspace_id, member_id, name, public_id, secret_hash, access, project_id, created_at, expires_at)
-			VALUES (?,?,?,?,?,?,?,?,?,?)`, k.ID, p.WorkspaceID, p.MemberID, k.Name, prefix, hash, k.Access, k.ProjectID, store.FormatTime(now), expires); err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "key.create", Category: audit.CategoryKey,
-			TargetType: "key", TargetID: k.ID, ProjectID: k.ProjectID, Summary: fmt.Sprintf("created %s key %s (%s)", k.Kind, prefix, k.Name)})
-	})
+		return nil
+	}, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "key.create", Category: audit.CategoryKey,
+		TargetType: "key", TargetID: k.ID, ProjectID: k.ProjectID, Summary: fmt.Sprintf("created %s key %s (%s)", k.Kind, prefix, k.Name)})
 	if err != nil {
 		return CreatedKey{}, err
 	}
@@ -198,59 +169,28 @@ func (s *Service) CreateKey(ctx context.Context, p *auth.Principal, req CreateKe
 
 // ListKeys returns the caller's keys, or every key of the workspace for admins.
 func (s *Service) ListKeys(ctx context.Context, p *auth.Principal) ([]Key, error) {
-	q := `SELECT id, name, public_id, access, project_id, member_id, created_at, expires_at, last_used_at, revoked_at
-		FROM api_keys WHERE workspace_id = ? AND ephemeral = 0`
-	args := []any{p.WorkspaceID}
+	var member *string
 	if p.Role < auth.Admin {
-		q += ` AND member_id = ?`
-		args = append(args, p.MemberID)
+		member = &p.MemberID
 	}
-	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_at DESC`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("accounts: list keys: %w", err)
-	}
-	defer rows.Close()
-	keys := []Key{}
-	for rows.Next() {
-		var k Key
-		var created, expires, used, revoked string
-		if err := rows.Scan(&k.ID, &k.Name, &k.Prefix, &k.Access, &k.ProjectID, &k.MemberID, &created, &expires, &used, &revoked); err != nil {
-			return nil, fmt.Errorf("accounts: list keys: %w", err)
-		}
-		k.CreatedAt, k.ExpiresAt, k.LastUsedAt, k.RevokedAt = store.ParseTime(created), optTime(expires), optTime(used), optTime(revoked)
-		k.Kind = kindOf(k.Access, k.ProjectID)
-		keys = append(keys, k)
-	}
-	return keys, rows.Err()
+	return s.store.Keys(ctx, p.WorkspaceID, member)
 }
 
 // RevokeKey revokes key id: the caller's own, or any key for admins.
 // Revoking an already revoked key succeeds and changes nothing.
 func (s *Service) RevokeKey(ctx context.Context, p *auth.Principal, id string) (Key, error) {
-	var k Key
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
-		var created, expires, used, revoked string
-		err := tx.QueryRowContext(ctx, `SELECT id, name, public_id, access, project_id, member_id, created_at, expires_at, last_used_at, revoked_at
-			FROM api_keys WHERE id = ? AND workspace_id = ? AND ephemeral = 0`, id, p.WorkspaceID).
-			Scan(&k.ID, &k.Name, &k.Prefix, &k.Access, &k.ProjectID, &k.MemberID, &created, &expires, &used, &revoked)
-		if errors.Is(err, sql.ErrNoRows) || (err == nil && p.Role < auth.Admin && k.MemberID != p.MemberID) {
-			return api.NotFound("key")
+	return s.store.RevokeKey(ctx, p.WorkspaceID, id, func(k *Key) (bool, error) {
+		if p.Role < auth.Admin && k.MemberID != p.MemberID {
+			return false, api.NotFound("key")
 		}
-		if err != nil {
-			return err
-		}
-		k.CreatedAt, k.ExpiresAt, k.LastUsedAt, k.RevokedAt = store.ParseTime(created), optTime(expires), optTime(used), optTime(revoked)
-		k.Kind = kindOf(k.Access, k.ProjectID)
-		if revoked != "" {
-			return nil
+		if k.RevokedAt != nil {
+			return false, nil
 		}
 		now := s.clock.Now()
 		k.RevokedAt = &now
-		if _, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE id = ?`, store.FormatTime(now), id); err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "key.revoke", Category: audit.CategoryKey,
-			TargetType: "key", TargetID: id, Summary: "revoked key " + k.Prefix})
+		return true, nil
+	}, func(k Key) audit.Event {
+		return audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "key.revoke", Category: audit.CategoryKey,
+			TargetType: "key", TargetID: id, Summary: "revoked key " + k.Prefix}
 	})
-	return k, err
 }

@@ -2,7 +2,6 @@ package accounts
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/mail"
@@ -29,45 +28,14 @@ type Member struct {
 	CreatedAt     time.Time `json:"createdAt"`
 }
 
-const memberCols = `id, email, name, role, status, totp_enabled, email_verified, password_hash <> '', created_at`
-
-func scanMember(sc interface{ Scan(...any) error }) (Member, error) {
-	var m Member
-	var role, created string
-	err := sc.Scan(&m.ID, &m.Email, &m.Name, &role, &m.Status, &m.TwoFactor, &m.EmailVerified, &m.HasPassword, &created)
-	if err != nil {
-		return m, err
-	}
-	m.Role, _ = auth.ParseRole(role)
-	m.CreatedAt = store.ParseTime(created)
-	return m, nil
-}
-
 // Members lists the workspace's members.
 func (s *Service) Members(ctx context.Context, workspace string) ([]Member, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+memberCols+` FROM members WHERE workspace_id = ? ORDER BY created_at`, workspace)
-	if err != nil {
-		return nil, fmt.Errorf("accounts: members: %w", err)
-	}
-	defer rows.Close()
-	out := []Member{}
-	for rows.Next() {
-		m, err := scanMember(rows)
-		if err != nil {
-			return nil, fmt.Errorf("accounts: members: %w", err)
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return s.store.Members(ctx, workspace)
 }
 
 // Member returns one member of the workspace.
 func (s *Service) Member(ctx context.Context, workspace, id string) (Member, error) {
-	m, err := scanMember(s.db.QueryRowContext(ctx, `SELECT `+memberCols+` FROM members WHERE workspace_id = ? AND id = ?`, workspace, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return m, api.NotFound("member")
-	}
-	return m, err
+	return s.store.Member(ctx, workspace, id)
 }
 
 // InviteRequest is the body of POST /api/members.
@@ -122,19 +90,9 @@ func (s *Service) Invite(ctx context.Context, p *auth.Principal, req InviteReque
 	token := "svcinv_" + auth.RandomString(40)
 	inv := Invitation{Token: token, ExpiresAt: now.Add(InvitationLifetime),
 		Member: Member{ID: store.NewID("mem"), Email: email, Name: strings.TrimSpace(req.Name), Role: req.Role, Status: "invited", CreatedAt: now}}
-	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO members(id, workspace_id, email, name, role, status, invite_hash, invite_expires, created_at)
-			VALUES (?,?,?,?,?,'invited',?,?,?)`, inv.Member.ID, p.WorkspaceID, email, inv.Member.Name, req.Role.String(),
-			auth.HashSecret(token), store.FormatTime(inv.ExpiresAt), store.FormatTime(now))
-		if store.IsUniqueViolation(err) {
-			return api.Conflict("member_exists", "%s is already a member or invited", email)
-		}
-		if err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "member.invite", Category: audit.CategoryMember,
+	err = s.store.CreateMember(ctx, MemberRecord{Member: inv.Member, WorkspaceID: p.WorkspaceID, InviteHash: auth.HashSecret(token), InviteExpires: inv.ExpiresAt},
+		audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "member.invite", Category: audit.CategoryMember,
 			TargetType: "member", TargetID: inv.Member.ID, Summary: fmt.Sprintf("invited %s as %s", email, req.Role)})
-	})
 	if err != nil {
 		return Invitation{}, err
 	}
@@ -155,6 +113,8 @@ func validPassword(pw string) error {
 	return nil
 }
 
+var errInvalidToken = api.E(api.KindNotFound, "invalid_token", "invitation not found or expired")
+
 // Accept redeems an invitation or the owner's setup token: it sets the
 // member's password and makes the member active. A token works once.
 func (s *Service) Accept(ctx context.Context, req AcceptRequest) (Member, error) {
@@ -162,40 +122,26 @@ func (s *Service) Accept(ctx context.Context, req AcceptRequest) (Member, error)
 		return Member{}, err
 	}
 	if req.Token == "" || len(req.Token) > 200 {
-		return Member{}, api.E(api.KindNotFound, "invalid_token", "invitation not found or expired")
+		return Member{}, errInvalidToken
 	}
 	hash, err := passhash.HashWith(s.params, req.Password)
 	if err != nil {
 		return Member{}, err
 	}
 	now := s.clock.Now()
-	var m Member
-	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
-		var id, ws, expires string
-		err := tx.QueryRowContext(ctx, `SELECT id, workspace_id, invite_expires FROM members WHERE invite_hash = ?`, auth.HashSecret(req.Token)).
-			Scan(&id, &ws, &expires)
-		if errors.Is(err, sql.ErrNoRows) || (err == nil && !now.Before(store.ParseTime(expires))) {
-			return api.E(api.KindNotFound, "invalid_token", "invitation not found or expired")
-		}
-		if err != nil {
-			return err
-		}
-		set := `UPDATE members SET status = 'active', password_hash = ?, password_set_at = ?, invite_hash = '', invite_expires = ''`
-		args := []any{hash, store.FormatTime(now)}
-		if n := strings.TrimSpace(req.Name); n != "" {
-			set += `, name = ?`
-			args = append(args, n)
-		}
-		if _, err := tx.ExecContext(ctx, set+` WHERE id = ?`, append(args, id)...); err != nil {
-			return err
-		}
-		m, err = scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+` FROM members WHERE id = ?`, id))
-		if err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: ws, Action: "member.accept", Category: audit.CategoryMember,
-			TargetType: "member", TargetID: id, Summary: m.Email + " set a password and joined"})
-	})
+	m, err := s.store.AcceptInvitation(ctx, Acceptance{InviteHash: auth.HashSecret(req.Token), PasswordHash: hash, Name: strings.TrimSpace(req.Name), At: now},
+		func(expires time.Time) error {
+			if !now.Before(expires) {
+				return errInvalidToken
+			}
+			return nil
+		}, func(ws string, m Member) audit.Event {
+			return audit.Event{Workspace: ws, Action: "member.accept", Category: audit.CategoryMember,
+				TargetType: "member", TargetID: m.ID, Summary: m.Email + " set a password and joined"}
+		})
+	if errors.Is(err, store.ErrNotFound) {
+		return Member{}, errInvalidToken
+	}
 	return m, err
 }
 
@@ -204,11 +150,12 @@ type UpdateMemberRequest struct {
 	Role auth.Role `json:"role"`
 }
 
-// lastOwnerGuard refuses a change that would leave the workspace without an active owner.
-func lastOwnerGuard(ctx context.Context, tx *sql.Tx, workspace, memberID string) error {
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM members WHERE workspace_id = ? AND role = 'owner' AND status = 'active' AND id <> ?`,
-		workspace, memberID).Scan(&n); err != nil {
+// lastOwnerGuard refuses a change that would leave the workspace without an
+// active owner; otherOwners counts the other active owners in the change's
+// transaction.
+func lastOwnerGuard(otherOwners func() (int, error)) error {
+	n, err := otherOwners()
+	if err != nil {
 		return err
 	}
 	if n == 0 {
@@ -222,64 +169,39 @@ func (s *Service) UpdateMember(ctx context.Context, p *auth.Principal, id string
 	if req.Role == auth.RoleNone {
 		return Member{}, api.Invalid("role is required: viewer, developer, admin or owner")
 	}
-	var m Member
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
-		var err error
-		m, err = scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+` FROM members WHERE workspace_id = ? AND id = ?`, p.WorkspaceID, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return api.NotFound("member")
-		}
-		if err != nil {
-			return err
-		}
+	var from auth.Role
+	return s.store.UpdateMember(ctx, p.WorkspaceID, id, func(m *Member, otherOwners func() (int, error)) (bool, error) {
 		if err := checkGrant(p, m.Role, req.Role); err != nil {
-			return err
+			return false, err
 		}
 		if m.Role == auth.Owner && req.Role != auth.Owner {
-			if err := lastOwnerGuard(ctx, tx, p.WorkspaceID, id); err != nil {
-				return err
+			if err := lastOwnerGuard(otherOwners); err != nil {
+				return false, err
 			}
 		}
 		if m.Role == req.Role {
-			return nil
+			return false, nil
 		}
-		from := m.Role
-		m.Role = req.Role
-		if _, err := tx.ExecContext(ctx, `UPDATE members SET role = ? WHERE id = ?`, req.Role.String(), id); err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "member.role", Category: audit.CategoryMember,
-			TargetType: "member", TargetID: id, Summary: fmt.Sprintf("%s: %s -> %s", m.Email, from, req.Role)})
+		from, m.Role = m.Role, req.Role
+		return true, nil
+	}, func(m Member) audit.Event {
+		return audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "member.role", Category: audit.CategoryMember,
+			TargetType: "member", TargetID: id, Summary: fmt.Sprintf("%s: %s -> %s", m.Email, from, req.Role)}
 	})
-	return m, err
 }
 
 // RemoveMember removes a member, revoking their keys and ending their sessions.
 func (s *Service) RemoveMember(ctx context.Context, p *auth.Principal, id string) error {
-	return s.db.Tx(ctx, func(tx *sql.Tx) error {
-		m, err := scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+` FROM members WHERE workspace_id = ? AND id = ?`, p.WorkspaceID, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return api.NotFound("member")
-		}
-		if err != nil {
-			return err
-		}
+	return s.store.RemoveMember(ctx, p.WorkspaceID, id, s.clock.Now(), func(m Member, otherOwners func() (int, error)) error {
 		if err := checkGrant(p, m.Role, auth.RoleNone); err != nil {
 			return err
 		}
 		if m.Role == auth.Owner {
-			if err := lastOwnerGuard(ctx, tx, p.WorkspaceID, id); err != nil {
-				return err
-			}
+			return lastOwnerGuard(otherOwners)
 		}
-		now := store.FormatTime(s.clock.Now())
-		if _, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE member_id = ? AND revoked_at = ''`, now, id); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM members WHERE id = ?`, id); err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "member.remove", Category: audit.CategoryMember,
-			TargetType: "member", TargetID: id, Summary: "removed " + m.Email + "; their keys were revoked"})
+		return nil
+	}, func(m Member) audit.Event {
+		return audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "member.remove", Category: audit.CategoryMember,
+			TargetType: "member", TargetID: id, Summary: "removed " + m.Email + "; their keys were revoked"}
 	})
 }

@@ -2,7 +2,6 @@ package accounts
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/http"
@@ -57,75 +56,42 @@ func (s *Service) SignIn(ctx context.Context, req SignInRequest, clientAddr stri
 		s.signIns.fail("addr:"+clientAddr, now)
 		return SignedIn{}, errSignIn
 	}
-	q := `SELECT id, workspace_id, password_hash, totp_secret, totp_enabled, totp_last_step FROM members WHERE email = ? AND status = 'active'`
-	args := []any{email}
-	if req.WorkspaceID != "" {
-		q += ` AND workspace_id = ?`
-		args = append(args, req.WorkspaceID)
-	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	cands, err := s.store.SignInCandidates(ctx, email, req.WorkspaceID)
 	if err != nil {
-		return SignedIn{}, fmt.Errorf("accounts: sign in: %w", err)
+		return SignedIn{}, err
 	}
-	type cand struct {
-		id, ws, hash, secret string
-		totp                 bool
-		last                 int64
-	}
-	var cands []cand
-	for rows.Next() {
-		var c cand
-		if err := rows.Scan(&c.id, &c.ws, &c.hash, &c.secret, &c.totp, &c.last); err != nil {
-			rows.Close()
-			return SignedIn{}, fmt.Errorf("accounts: sign in: %w", err)
-		}
-		cands = append(cands, c)
-	}
-	rows.Close()
 	if len(cands) > 1 {
 		return SignedIn{}, api.Invalid("this e-mail signs in to several workspaces: send workspaceId")
 	}
-	if len(cands) == 0 || cands[0].hash == "" {
+	if len(cands) == 0 || cands[0].PasswordHash == "" {
 		// Spend the same work as a real check so timing does not tell
 		// whether the e-mail exists.
 		passhash.Verify(s.dummyHash(), req.Password)
 		return fail()
 	}
 	c := cands[0]
-	if ok, _ := passhash.Verify(c.hash, req.Password); !ok {
+	if ok, _ := passhash.Verify(c.PasswordHash, req.Password); !ok {
 		return fail()
 	}
-	if c.totp {
-		step, ok := auth.CheckTOTP(c.secret, req.Code, now, c.last)
+	if c.TOTP.Enabled {
+		step, ok := auth.CheckTOTP(c.TOTP.Secret, req.Code, now, c.TOTP.LastStep)
 		if !ok {
 			return fail()
 		}
-		if _, err := s.db.ExecContext(ctx, `UPDATE members SET totp_last_step = ? WHERE id = ?`, step, c.id); err != nil {
+		if err := s.store.SetTOTPStep(ctx, c.MemberID, step); err != nil {
 			return SignedIn{}, err
 		}
 	}
 	s.signIns.reset("email:" + email)
 	token := "svcsess_" + auth.RandomString(48)
 	csrf := auth.RandomString(32)
-	out := SignedIn{WorkspaceID: c.ws, ExpiresAt: now.Add(SessionLifetime), CSRFToken: csrf, SecondFactor: c.totp, token: token}
-	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions(id, token_hash, csrf_hash, member_id, workspace_id, second_factor, created_at, expires_at)
-			VALUES (?,?,?,?,?,?,?,?)`, store.NewID("ses"), auth.HashSecret(token), auth.HashSecret(csrf), c.id, c.ws, c.totp,
-			store.FormatTime(now), store.FormatTime(out.ExpiresAt)); err != nil {
-			return err
-		}
-		// Expired sessions are swept on the way.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at < ?`, store.FormatTime(now)); err != nil {
-			return err
-		}
-		m, err := scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+` FROM members WHERE id = ?`, c.id))
-		out.Member = m
-		if err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: c.ws, Actor: &auth.Principal{WorkspaceID: c.ws, MemberID: c.id, Session: true},
-			Action: "session.create", Category: audit.CategoryAccount, TargetType: "member", TargetID: c.id, Summary: m.Email + " signed in"})
-	})
+	out := SignedIn{WorkspaceID: c.WorkspaceID, ExpiresAt: now.Add(SessionLifetime), CSRFToken: csrf, SecondFactor: c.TOTP.Enabled, token: token}
+	out.Member, err = s.store.CreateSession(ctx, SessionRecord{ID: store.NewID("ses"), TokenHash: auth.HashSecret(token), CSRFHash: auth.HashSecret(csrf),
+		MemberID: c.MemberID, WorkspaceID: c.WorkspaceID, SecondFactor: c.TOTP.Enabled, CreatedAt: now, ExpiresAt: out.ExpiresAt},
+		func(m Member) audit.Event {
+			return audit.Event{Workspace: c.WorkspaceID, Actor: &auth.Principal{WorkspaceID: c.WorkspaceID, MemberID: c.MemberID, Session: true},
+				Action: "session.create", Category: audit.CategoryAccount, TargetType: "member", TargetID: c.MemberID, Summary: m.Email + " signed in"}
+		})
 	if err != nil {
 		return SignedIn{}, err
 	}
@@ -155,14 +121,8 @@ func ClearSessionCookie() *http.Cookie {
 }
 
 func (s *Service) authenticateSession(r *http.Request, token string) (*auth.Principal, error) {
-	ctx := r.Context()
-	var p auth.Principal
-	var csrf []byte
-	var expires, role, status string
-	err := s.db.QueryRowContext(ctx, `SELECT s.member_id, s.workspace_id, s.second_factor, s.csrf_hash, s.expires_at, m.role, m.status
-		FROM sessions s JOIN members m ON m.id = s.member_id WHERE s.token_hash = ?`, auth.HashSecret(token)).
-		Scan(&p.MemberID, &p.WorkspaceID, &p.SecondFactor, &csrf, &expires, &role, &status)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && (!s.clock.Now().Before(store.ParseTime(expires)) || status != "active")) {
+	c, err := s.store.Session(r.Context(), auth.HashSecret(token))
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (!s.clock.Now().Before(c.ExpiresAt) || c.Status != "active")) {
 		return nil, api.E(api.KindUnauthenticated, "session_expired", "your session has ended: sign in again")
 	}
 	if err != nil {
@@ -171,13 +131,11 @@ func (s *Service) authenticateSession(r *http.Request, token string) (*auth.Prin
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 	default:
-		if !auth.SecretMatches(r.Header.Get("X-CSRF-Token"), csrf) {
+		if !auth.SecretMatches(r.Header.Get("X-CSRF-Token"), c.CSRFHash) {
 			return nil, api.Forbidden("csrf", "missing or wrong X-CSRF-Token header for a signed-in change")
 		}
 	}
-	p.Role, _ = auth.ParseRole(role)
-	p.Session = true
-	return &p, nil
+	return &auth.Principal{MemberID: c.MemberID, WorkspaceID: c.WorkspaceID, SecondFactor: c.SecondFactor, Role: c.Role, Session: true}, nil
 }
 
 // SignOut ends the session of the request, if any.
@@ -186,8 +144,7 @@ func (s *Service) SignOut(r *http.Request) error {
 	if err != nil || c.Value == "" {
 		return nil
 	}
-	_, err = s.db.ExecContext(r.Context(), `DELETE FROM sessions WHERE token_hash = ?`, auth.HashSecret(c.Value))
-	return err
+	return s.store.DeleteSession(r.Context(), auth.HashSecret(c.Value))
 }
 
 // PasswordRequest is the body of PUT /api/account/password.
@@ -202,8 +159,8 @@ func (s *Service) ChangePassword(ctx context.Context, p *auth.Principal, req Pas
 	if err := validPassword(req.NewPassword); err != nil {
 		return err
 	}
-	var hash string
-	if err := s.db.QueryRowContext(ctx, `SELECT password_hash FROM members WHERE id = ?`, p.MemberID).Scan(&hash); err != nil {
+	hash, err := s.store.PasswordHash(ctx, p.MemberID)
+	if err != nil {
 		return fmt.Errorf("accounts: password: %w", err)
 	}
 	if ok, _ := passhash.Verify(hash, req.CurrentPassword); !ok {
@@ -213,14 +170,8 @@ func (s *Service) ChangePassword(ctx context.Context, p *auth.Principal, req Pas
 	if err != nil {
 		return err
 	}
-	now := s.clock.Now()
-	return s.db.Tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE members SET password_hash = ?, password_set_at = ? WHERE id = ?`, nh, store.FormatTime(now), p.MemberID); err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "account.password", Category: audit.CategoryAccount,
-			TargetType: "member", TargetID: p.MemberID, Summary: "password changed"})
-	})
+	return s.store.SetPassword(ctx, p.MemberID, nh, s.clock.Now(), audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "account.password",
+		Category: audit.CategoryAccount, TargetType: "member", TargetID: p.MemberID, Summary: "password changed"})
 }
 
 // TOTPEnrollment is the answer of starting two-factor enrolment.
@@ -232,16 +183,15 @@ type TOTPEnrollment struct {
 
 // StartTOTP stores a new, not yet enabled TOTP secret for the signed-in member.
 func (s *Service) StartTOTP(ctx context.Context, p *auth.Principal) (TOTPEnrollment, error) {
-	var email string
-	var enabled bool
-	if err := s.db.QueryRowContext(ctx, `SELECT email, totp_enabled FROM members WHERE id = ?`, p.MemberID).Scan(&email, &enabled); err != nil {
+	email, enabled, err := s.store.TOTPStatus(ctx, p.MemberID)
+	if err != nil {
 		return TOTPEnrollment{}, err
 	}
 	if enabled {
 		return TOTPEnrollment{}, api.Conflict("totp_enabled", "two-factor is already on; turn it off first to enrol a new device")
 	}
 	secret := auth.NewTOTPSecret()
-	if _, err := s.db.ExecContext(ctx, `UPDATE members SET totp_secret = ? WHERE id = ?`, secret, p.MemberID); err != nil {
+	if err := s.store.SetTOTPSecret(ctx, p.MemberID, secret); err != nil {
 		return TOTPEnrollment{}, err
 	}
 	return TOTPEnrollment{Secret: secret, OTPAuthURL: auth.TOTPURL("service", email, secret),
@@ -264,36 +214,26 @@ func (s *Service) DisableTOTP(ctx context.Context, p *auth.Principal, code strin
 }
 
 func (s *Service) setTOTP(ctx context.Context, p *auth.Principal, code string, on bool) error {
-	return s.db.Tx(ctx, func(tx *sql.Tx) error {
-		var secret string
-		var enabled bool
-		var last int64
-		if err := tx.QueryRowContext(ctx, `SELECT totp_secret, totp_enabled, totp_last_step FROM members WHERE id = ?`, p.MemberID).
-			Scan(&secret, &enabled, &last); err != nil {
-			return err
-		}
-		if secret == "" || enabled == on {
+	action, summary := "account.totp_on", "two-factor turned on"
+	if !on {
+		action, summary = "account.totp_off", "two-factor turned off"
+	}
+	return s.store.UpdateTOTP(ctx, p.MemberID, func(t *TOTP) error {
+		if t.Secret == "" || t.Enabled == on {
 			if on {
 				return api.Conflict("totp_state", "start enrolment first (POST /api/account/totp), or two-factor is already on")
 			}
 			return api.Conflict("totp_state", "two-factor is not on")
 		}
-		step, ok := auth.CheckTOTP(secret, code, s.clock.Now(), last)
+		step, ok := auth.CheckTOTP(t.Secret, code, s.clock.Now(), t.LastStep)
 		if !ok {
 			return api.Forbidden("wrong_code", "the code does not match")
 		}
-		newSecret := secret
+		t.Enabled, t.LastStep = on, step
 		if !on {
-			newSecret, step = "", 0
+			t.Secret, t.LastStep = "", 0
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE members SET totp_enabled = ?, totp_secret = ?, totp_last_step = ? WHERE id = ?`, on, newSecret, step, p.MemberID); err != nil {
-			return err
-		}
-		action, summary := "account.totp_on", "two-factor turned on"
-		if !on {
-			action, summary = "account.totp_off", "two-factor turned off"
-		}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: action, Category: audit.CategoryAccount,
-			TargetType: "member", TargetID: p.MemberID, Summary: summary})
-	})
+		return nil
+	}, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: action, Category: audit.CategoryAccount,
+		TargetType: "member", TargetID: p.MemberID, Summary: summary})
 }
