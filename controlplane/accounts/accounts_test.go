@@ -320,3 +320,25 @@ func TestAuditLogAndActivity(t *testing.T) {
 		t.Fatalf("admin feed (%d) should include key and member rows the viewer's (%d) hides", len(adminFeed.Activity), len(feed.Activity))
 	}
 }
+
+func TestPasswordChangeEndsOtherSessions(t *testing.T) {
+	env := cptest.New(t)
+	env.Client("").Must(200, "POST", "/api/members/accept", map[string]any{"token": env.CP.Bootstrap.SetupToken, "password": "owner password 1"})
+	here := env.SignIn("owner@example.com", "owner password 1", "")
+	elsewhere := env.SignIn("owner@example.com", "owner password 1", "")
+	if r := here.Do("PUT", "/api/account/password", map[string]any{"currentPassword": "wrong one here", "newPassword": "owner password 2"}); r.Status != 403 {
+		t.Fatalf("wrong current password: %d", r.Status)
+	}
+	if r := here.Do("PUT", "/api/account/password", map[string]any{"currentPassword": "owner password 1", "newPassword": "short"}); r.Status != 400 {
+		t.Fatalf("weak new password: %d", r.Status)
+	}
+	here.Must(200, "PUT", "/api/account/password", map[string]any{"currentPassword": "owner password 1", "newPassword": "owner password 2"})
+	here.Must(200, "GET", "/api/session", nil)
+	if r := elsewhere.Do("GET", "/api/session", nil); r.Status != 401 {
+		t.Fatalf("other session survived the password change: %d", r.Status)
+	}
+	if r := env.Client("").Do("POST", "/api/session", map[string]any{"email": "owner@example.com", "password": "owner password 1"}); r.Status != 401 {
+		t.Fatalf("old password still signs in: %d", r.Status)
+	}
+	env.SignIn("owner@example.com", "owner password 2", "")
+}

@@ -78,8 +78,12 @@ func (s *Service) SignIn(ctx context.Context, req SignInRequest, clientAddr stri
 		if !ok {
 			return fail()
 		}
-		if err := s.store.SetTOTPStep(ctx, c.MemberID, step); err != nil {
+		claimed, err := s.store.ClaimTOTPStep(ctx, c.MemberID, step)
+		if err != nil {
 			return SignedIn{}, err
+		}
+		if !claimed {
+			return fail()
 		}
 	}
 	s.signIns.reset("email:" + email)
@@ -135,7 +139,8 @@ func (s *Service) authenticateSession(r *http.Request, token string) (*auth.Prin
 			return nil, api.Forbidden("csrf", "missing or wrong X-CSRF-Token header for a signed-in change")
 		}
 	}
-	return &auth.Principal{MemberID: c.MemberID, WorkspaceID: c.WorkspaceID, SecondFactor: c.SecondFactor, Role: c.Role, Session: true}, nil
+	return &auth.Principal{MemberID: c.MemberID, WorkspaceID: c.WorkspaceID, SecondFactor: c.SecondFactor, Role: c.Role, Session: true,
+		SessionHash: auth.HashSecret(token)}, nil
 }
 
 // SignOut ends the session of the request, if any.
@@ -170,7 +175,7 @@ func (s *Service) ChangePassword(ctx context.Context, p *auth.Principal, req Pas
 	if err != nil {
 		return err
 	}
-	return s.store.SetPassword(ctx, p.MemberID, nh, s.clock.Now(), audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "account.password",
+	return s.store.SetPassword(ctx, p.MemberID, nh, s.clock.Now(), p.SessionHash, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "account.password",
 		Category: audit.CategoryAccount, TargetType: "member", TargetID: p.MemberID, Summary: "password changed"})
 }
 
@@ -191,8 +196,12 @@ func (s *Service) StartTOTP(ctx context.Context, p *auth.Principal) (TOTPEnrollm
 		return TOTPEnrollment{}, api.Conflict("totp_enabled", "two-factor is already on; turn it off first to enrol a new device")
 	}
 	secret := auth.NewTOTPSecret()
-	if err := s.store.SetTOTPSecret(ctx, p.MemberID, secret); err != nil {
+	stored, err := s.store.SetTOTPSecret(ctx, p.MemberID, secret)
+	if err != nil {
 		return TOTPEnrollment{}, err
+	}
+	if !stored {
+		return TOTPEnrollment{}, api.Conflict("totp_enabled", "two-factor is already on; turn it off first to enrol a new device")
 	}
 	return TOTPEnrollment{Secret: secret, OTPAuthURL: auth.TOTPURL("service", email, secret),
 		Note: "Add this to your authenticator app, then confirm with POST /api/account/totp/confirm {code}."}, nil

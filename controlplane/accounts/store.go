@@ -77,8 +77,10 @@ type Store interface {
 	// SignInCandidates returns the active members with e-mail email, in
 	// workspace only when it is not empty.
 	SignInCandidates(ctx context.Context, email, workspace string) ([]SignInCandidate, error)
-	// SetTOTPStep records the last TOTP step a member signed in with.
-	SetTOTPStep(ctx context.Context, member string, step int64) error
+	// ClaimTOTPStep records step as the last TOTP step a member signed in
+	// with, only if it is later than the recorded one: false means the code
+	// was already used (a replay, or a concurrent sign-in with the same code).
+	ClaimTOTPStep(ctx context.Context, member string, step int64) (bool, error)
 	// CreateSession stores a session, sweeps sessions expired before
 	// r.CreatedAt, and returns the session's member.
 	CreateSession(ctx context.Context, r SessionRecord, ev func(Member) audit.Event) (Member, error)
@@ -89,12 +91,14 @@ type Store interface {
 	DeleteSession(ctx context.Context, tokenHash []byte) error
 	// PasswordHash returns a member's password hash ("" when none is set).
 	PasswordHash(ctx context.Context, member string) (string, error)
-	// SetPassword stores a member's new password hash, set at at.
-	SetPassword(ctx context.Context, member, hash string, at time.Time, ev audit.Event) error
+	// SetPassword stores a member's new password hash, set at at, and ends
+	// the member's sessions except the one whose token hash is keep.
+	SetPassword(ctx context.Context, member, hash string, at time.Time, keep []byte, ev audit.Event) error
 	// TOTPStatus returns a member's e-mail and whether two-factor is on.
 	TOTPStatus(ctx context.Context, member string) (email string, enabled bool, err error)
-	// SetTOTPSecret stores a member's new, not yet enabled, TOTP secret.
-	SetTOTPSecret(ctx context.Context, member, secret string) error
+	// SetTOTPSecret stores a member's new TOTP secret, only while two-factor
+	// is off: false means it was turned on meanwhile and nothing changed.
+	SetTOTPSecret(ctx context.Context, member, secret string) (bool, error)
 	// UpdateTOTP loads a member's two-factor state, lets apply change it, and
 	// stores it.
 	UpdateTOTP(ctx context.Context, member string, apply func(t *TOTP) error, ev audit.Event) error
@@ -598,10 +602,14 @@ func (s *SQLStore) SignInCandidates(ctx context.Context, email, workspace string
 	return out, nil
 }
 
-// SetTOTPStep implements Store.
-func (s *SQLStore) SetTOTPStep(ctx context.Context, member string, step int64) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE members SET totp_last_step = ? WHERE id = ?`, step, member)
-	return err
+// ClaimTOTPStep implements Store.
+func (s *SQLStore) ClaimTOTPStep(ctx context.Context, member string, step int64) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE members SET totp_last_step = ? WHERE id = ? AND totp_last_step < ?`, step, member, step)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // CreateSession implements Store.
@@ -661,9 +669,12 @@ func (s *SQLStore) PasswordHash(ctx context.Context, member string) (string, err
 }
 
 // SetPassword implements Store.
-func (s *SQLStore) SetPassword(ctx context.Context, member, hash string, at time.Time, ev audit.Event) error {
+func (s *SQLStore) SetPassword(ctx context.Context, member, hash string, at time.Time, keep []byte, ev audit.Event) error {
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE members SET password_hash = ?, password_set_at = ? WHERE id = ?`, hash, store.FormatTime(at), member); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE member_id = ? AND token_hash <> ?`, member, keep); err != nil {
 			return err
 		}
 		return s.audit.Record(ctx, tx, ev)
@@ -682,9 +693,13 @@ func (s *SQLStore) TOTPStatus(ctx context.Context, member string) (string, bool,
 }
 
 // SetTOTPSecret implements Store.
-func (s *SQLStore) SetTOTPSecret(ctx context.Context, member, secret string) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE members SET totp_secret = ? WHERE id = ?`, secret, member)
-	return err
+func (s *SQLStore) SetTOTPSecret(ctx context.Context, member, secret string) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE members SET totp_secret = ? WHERE id = ? AND totp_enabled = 0`, secret, member)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // UpdateTOTP implements Store.

@@ -14,6 +14,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/cptest"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/store"
 )
@@ -303,5 +304,43 @@ func TestSQLStore(t *testing.T) {
 	}
 	if _, err := st.PasswordHash(ctx, "mem_nope"); !errors.Is(err, store.ErrNotFound) || errors.Is(err, sql.ErrNoRows) {
 		t.Fatalf("password of an unknown member: %v", err)
+	}
+}
+
+func TestClaimTOTPStepOnce(t *testing.T) {
+	env := cptest.New(t)
+	var member string
+	env.CP.DB.QueryRow(`SELECT id FROM members LIMIT 1`).Scan(&member)
+	st, err := accounts.NewSQLStore(context.Background(), env.CP.DB, env.CP.Audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	results := make(chan bool, 8)
+	for i := 0; i < 8; i++ {
+		go func() {
+			ok, err := st.ClaimTOTPStep(context.Background(), member, 1000)
+			results <- ok && err == nil
+		}()
+	}
+	won := 0
+	for i := 0; i < 8; i++ {
+		if <-results {
+			won++
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d concurrent sign-ins claimed the same TOTP step, want 1", won)
+	}
+	if ok, _ := st.ClaimTOTPStep(context.Background(), member, 999); ok {
+		t.Fatal("an earlier step was accepted")
+	}
+	ok, err := st.SetTOTPSecret(context.Background(), member, "AAAA")
+	if !ok || err != nil {
+		t.Fatalf("secret not stored while two-factor is off: %v %v", ok, err)
+	}
+	env.CP.DB.Exec(`UPDATE members SET totp_enabled = 1 WHERE id = ?`, member)
+	if ok, _ := st.SetTOTPSecret(context.Background(), member, "BBBB"); ok {
+		t.Fatal("an enabled member's secret was replaced")
 	}
 }

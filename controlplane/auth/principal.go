@@ -19,6 +19,9 @@ type Principal struct {
 	Session bool
 	// SecondFactor is set for a session whose sign-in passed TOTP.
 	SecondFactor bool
+	// SessionHash identifies the dashboard session (the SHA-256 of its
+	// token), so a password change can end the member's other sessions.
+	SessionHash []byte
 }
 
 // KeyKind names what kind of credential the principal holds, as listings show it.
