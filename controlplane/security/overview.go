@@ -84,6 +84,18 @@ var dataMetrics = []metering.Metric{metering.DatabaseQueries}
 
 func ptr(f float64) *float64 { return &f }
 
+// tier is the share of a check measured against two thresholds: full up to
+// good, half up to tolerate, none above.
+func tier(v, good, tolerate float64) float64 {
+	switch {
+	case v <= good:
+		return 1
+	case v <= tolerate:
+		return 0.5
+	}
+	return 0
+}
+
 func status(share float64) string {
 	switch {
 	case share >= 1:
@@ -155,12 +167,7 @@ func (s *Service) Overview(ctx context.Context, ws string) (Overview, error) {
 
 	// Full-access API keys.
 	full := counts["fullKeys"]
-	share = 1
-	if full > 5 {
-		share = 0
-	} else if full > 2 {
-		share = 0.5
-	}
+	share = tier(float64(full), 2, 5)
 	checks = append(checks, scored("full_access_keys", "Full-access API keys", 15, share, float64(full),
 		fmt.Sprintf("%d active keys have full access to the whole workspace", full),
 		"Replace full-access keys with read-only or project-limited keys where they suffice, and revoke the rest (DELETE /api/keys/{id})."))
@@ -176,11 +183,7 @@ func (s *Service) Overview(ctx context.Context, ws string) (Overview, error) {
 		d := now.Sub(store.ParseTime(oldest))
 		age = math.Floor(d.Hours() / 24)
 		finding = fmt.Sprintf("The oldest active key is %.0f days old", age)
-		if d > KeyAgeTolerate {
-			share = 0
-		} else if d > KeyAgeGood {
-			share = 0.5
-		}
+		share = tier(float64(d), float64(KeyAgeGood), float64(KeyAgeTolerate))
 	}
 	checks = append(checks, scored("oldest_key", "Oldest active key", 15, share, age, finding,
 		"Rotate keys older than 90 days: create a new key, move your callers to it, revoke the old one."))
@@ -208,12 +211,7 @@ func (s *Service) Overview(ctx context.Context, ws string) (Overview, error) {
 		"Add the verification records your domain's page shows at your DNS provider, or remove domains you no longer use."))
 
 	// Owners and admins.
-	share = 1
-	if priv > 5 {
-		share = 0
-	} else if priv > 3 {
-		share = 0.5
-	}
+	share = tier(float64(priv), 3, 5)
 	checks = append(checks, scored("owners_and_admins", "Owners and admins", 15, share, float64(priv),
 		fmt.Sprintf("%d members can change everything (owner or admin)", priv),
 		"Give members the least role they need: developer for day-to-day work (PATCH /api/members/{id})."))
