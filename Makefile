@@ -56,8 +56,14 @@ fuzz:
 	  done; \
 	done
 
-## bench: the benchmarks beside the code
+## bench: the edge against nginx, Varnish and Caddy under load, side by side (bench/README.md);
+## installs them and wrk from Debian when missing; about 11 minutes, QUICK=1 about 3
 bench:
+	BENCH_COMMAND="make bench" GO="$(GO)" bash bench/run.sh
+
+## bench-go: the Go benchmarks beside the code
+.PHONY: bench-go
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean:

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+)
+
+// wrkStats is what bench/wrk.lua prints when a run is done; latencies in
+// microseconds.
+type wrkStats struct {
+	Requests   float64 `json:"requests"`
+	DurationUS float64 `json:"duration_us"`
+	Bytes      float64 `json:"bytes"`
+	Connect    float64 `json:"connect"`
+	Read       float64 `json:"read"`
+	Write      float64 `json:"write"`
+	Status     float64 `json:"status"`
+	Timeout    float64 `json:"timeout"`
+	P50        float64 `json:"p50"`
+	P90        float64 `json:"p90"`
+	P99        float64 `json:"p99"`
+	P999       float64 `json:"p999"`
+	Max        float64 `json:"max"`
+}
+
+// result is one line of results.jsonl: one load run of one server.
+type result struct {
+	Round     int      `json:"round"`
+	Workload  string   `json:"workload"`
+	Proto     string   `json:"proto"`
+	Server    string   `json:"server"`
+	Expect    string   `json:"expect"` // "ok" (2xx/3xx) or "refused" (4xx)
+	CPUServer float64  `json:"cpu_server"`
+	CPUClient float64  `json:"cpu_client"`
+	Steal     float64  `json:"steal_server"`
+	Foreign   float64  `json:"foreign_cpu"`
+	Wrk       wrkStats `json:"wrk"`
+}
+
+func (r result) rps() float64 { return r.Wrk.Requests / (r.Wrk.DurationUS / 1e6) }
+
+// valid reports whether every answer was the expected kind and no socket
+// error happened.
+func (r result) valid() bool {
+	w := r.Wrk
+	if w.Requests == 0 || w.Connect+w.Read+w.Write+w.Timeout > 0 {
+		return false
+	}
+	if r.Expect == "refused" {
+		return w.Status == w.Requests
+	}
+	return w.Status == 0
+}
+
+// workloads in table order, with their titles.
+var workloads = []struct{ key, title string }{
+	{"page4k", "1 cached 4 KB page, Shield on"},
+	{"file1m", "2 1 MB static file"},
+	{"deny", "3a refused by the deny list"},
+	{"country", "3b refused by country"},
+	{"proxy", "4 forwarded to an origin"},
+	{"redirect", "plain HTTP redirect to HTTPS"},
+}
+
+// servers in table order.
+var servers = []string{"edge", "nginx", "nginx+rules", "varnish", "caddy"}
+
+type cellKey struct{ workload, proto, server string }
+
+// runTable prints the markdown table of a results file: per server and
+// workload the median over rounds of req/s, p50 and p99, and the median of
+// the per-round ratios of the edge to each peer (same workload; HTTPS for
+// the edge, whose plain HTTP only redirects).
+func runTable(args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("table", flag.ContinueOnError)
+	in := fs.String("in", "", "results.jsonl")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	f, err := os.Open(*in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cells := map[cellKey][]result{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		var r result
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return fmt.Errorf("table: %s: %w", *in, err)
+		}
+		k := cellKey{r.Workload, r.Proto, r.Server}
+		cells[k] = append(cells[k], r)
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	printTable(w, cells)
+	printTargets(w, cells)
+	return nil
+}
+
+func printTable(w io.Writer, cells map[cellKey][]result) {
+	fmt.Fprintln(w, "| workload | proto | server | req/s | p50 ms | p99 ms | edge ÷ peer, req/s | edge ÷ peer, p99 | req/s min–max | cores busy srv/cli |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	notes := map[string]bool{}
+	for _, wl := range workloads {
+		for _, proto := range []string{"https", "http"} {
+			for _, s := range servers {
+				rs := cells[cellKey{wl.key, proto, s}]
+				if len(rs) == 0 {
+					continue
+				}
+				edge := edgeCell(cells, wl.key, proto)
+				ratio, p99ratio := "—", "—"
+				switch {
+				case s == "edge":
+				case edge == nil:
+					ratio, p99ratio = "n/a¹", "n/a¹"
+					notes["1"] = true
+				default:
+					ratio = fmt.Sprintf("%.2f", medianRatio(edge, rs, func(r result) float64 { return r.rps() }))
+					p99ratio = fmt.Sprintf("%.2f", medianRatio(edge, rs, func(r result) float64 { return r.Wrk.P99 }))
+				}
+				mark := ""
+				for _, r := range rs {
+					if !r.valid() {
+						mark = " ⚠²"
+						notes["2"] = true
+					}
+				}
+				cli := median(rs, func(r result) float64 { return r.CPUClient })
+				busy := fmt.Sprintf("%.0f/%.0f %%", median(rs, func(r result) float64 { return r.CPUServer }), cli)
+				if cli >= 90 {
+					busy += " ³"
+					notes["3"] = true
+				}
+				if _, hi := minMax(rs, func(r result) float64 { return max(r.Steal, r.Foreign) }); hi >= 5 {
+					busy += " ⁴"
+					notes["4"] = true
+				}
+				lo, hi := minMax(rs, func(r result) float64 { return r.rps() })
+				fmt.Fprintf(w, "| %s | %s | %s%s | %s | %s | %s | %s | %s | %s–%s | %s |\n",
+					wl.title, strings.ToUpper(proto), s, mark,
+					num(median(rs, func(r result) float64 { return r.rps() })),
+					ms(median(rs, func(r result) float64 { return r.Wrk.P50 })),
+					ms(median(rs, func(r result) float64 { return r.Wrk.P99 })),
+					ratio, p99ratio, num(lo), num(hi), busy)
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	if notes["1"] {
+		fmt.Fprintln(w, "¹ The edge's plain-HTTP listener only redirects to HTTPS, so it has no plain-HTTP row for this workload; compare its HTTPS row. Plain-HTTP rows of the peers show what TLS costs them.")
+	}
+	if notes["2"] {
+		fmt.Fprintln(w, "² Some run of this cell had socket errors or answers of an unexpected status (see results.jsonl): do not trust it.")
+	}
+	if notes["3"] {
+		fmt.Fprintln(w, "³ The load generator's core was at least 90 % busy: wrk may be the limit, so req/s is a lower bound and latency includes client queueing.")
+	}
+	if notes["4"] {
+		fmt.Fprintln(w, "⁴ In some run of this cell other processes on the machine used at least 5 % of a core, or the hypervisor took 5 % of the server core (steal): expect noise.")
+	}
+	fmt.Fprintln(w, "Ratios are medians of per-round ratios (each round runs every server once, alternating order); edge ÷ peer p99 below 1.00 means the edge's p99 is lower (better).")
+}
+
+// printTargets checks the targets of workload 1 (bench/README.md).
+func printTargets(w io.Writer, cells map[cellKey][]result) {
+	edge := cells[cellKey{"page4k", "https", "edge"}]
+	if len(edge) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Targets, workload 1 over HTTPS (the edge's only way to serve it):")
+	check := func(peer string, want float64, what string) {
+		rs := cells[cellKey{"page4k", "https", peer}]
+		if len(rs) == 0 {
+			fmt.Fprintf(w, "- edge vs %s: not measured\n", peer)
+			return
+		}
+		got := medianRatio(edge, rs, func(r result) float64 { return r.rps() })
+		verdict := "met"
+		if got < want {
+			verdict = fmt.Sprintf("MISSED by %.1f %% (needs %.0f %% more req/s)", 100*(want-got)/want, 100*(want/got-1))
+		}
+		fmt.Fprintf(w, "- req/s edge ÷ %s = %.2f, target >= %.1f (%s): %s\n", peer, got, want, what, verdict)
+	}
+	check("nginx", 1.0, "match nginx")
+	check("caddy", 2.0, "twice Caddy")
+	if rs := cells[cellKey{"page4k", "https", "nginx"}]; len(rs) > 0 {
+		e := median(edge, func(r result) float64 { return r.Wrk.P99 })
+		n := median(rs, func(r result) float64 { return r.Wrk.P99 })
+		verdict := "met"
+		if e > n {
+			verdict = fmt.Sprintf("MISSED: %.0f %% higher", 100*(e/n-1))
+		}
+		fmt.Fprintf(w, "- p99 edge %s ms vs nginx %s ms, target no worse: %s\n", ms(e), ms(n), verdict)
+	}
+}
+
+// edgeCell returns the edge's runs to compare a peer's (workload, proto)
+// with: the same proto, or for a workload the edge serves only over HTTPS,
+// none for the plain-HTTP peers.
+func edgeCell(cells map[cellKey][]result, workload, proto string) []result {
+	return cells[cellKey{workload, proto, "edge"}]
+}
+
+// medianRatio is the median over rounds of f(edge)/f(peer), pairing runs of
+// the same round.
+func medianRatio(edge, peer []result, f func(result) float64) float64 {
+	byRound := map[int]result{}
+	for _, r := range edge {
+		byRound[r.Round] = r
+	}
+	var ratios []float64
+	for _, p := range peer {
+		if e, ok := byRound[p.Round]; ok && f(p) > 0 {
+			ratios = append(ratios, f(e)/f(p))
+		}
+	}
+	return medianOf(ratios)
+}
+
+func median(rs []result, f func(result) float64) float64 {
+	vs := make([]float64, 0, len(rs))
+	for _, r := range rs {
+		vs = append(vs, f(r))
+	}
+	return medianOf(vs)
+}
+
+func medianOf(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	vs = slices.Clone(vs)
+	slices.Sort(vs)
+	if len(vs)%2 == 1 {
+		return vs[len(vs)/2]
+	}
+	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+}
+
+func minMax(rs []result, f func(result) float64) (lo, hi float64) {
+	for i, r := range rs {
+		v := f(r)
+		if i == 0 || v < lo {
+			lo = v
+		}
+		if i == 0 || v > hi {
+			hi = v
+		}
+	}
+	return lo, hi
+}
+
+// num formats a rate with thousands separators.
+func num(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// ms formats microseconds as milliseconds.
+func ms(us float64) string {
+	switch {
+	case us >= 10000:
+		return fmt.Sprintf("%.1f", us/1000)
+	case us >= 1000:
+		return fmt.Sprintf("%.2f", us/1000)
+	default:
+		return fmt.Sprintf("%.3f", us/1000)
+	}
+}

@@ -1,0 +1,43 @@
+# shellcheck shell=bash
+# install_tools installs, from Debian's packages and only when missing, the
+# peers and the load generator: nginx (with the GeoIP2 module for the
+# country rule of its Shield-like server), Varnish, hitch (Varnish's TLS
+# terminator), Caddy, wrk, and the small tools the scripts use.
+# Idempotent: with everything present it installs nothing and runs no apt.
+install_tools() {
+	local need=() pair cmd deb
+	for pair in nginx:nginx varnishd:varnish hitch:hitch caddy:caddy wrk:wrk \
+		curl:curl jq:jq openssl:openssl taskset:util-linux \
+		/usr/lib/nginx/modules/ngx_http_geoip2_module.so:libnginx-mod-http-geoip2; do
+		cmd=${pair%%:*} deb=${pair##*:}
+		if [[ $cmd == /* ]]; then
+			[[ -e $cmd ]] && continue
+		else
+			command -v "$cmd" >/dev/null 2>&1 && continue
+			# Debian keeps varnishd in /usr/sbin, which a non-root PATH may lack.
+			[[ -x /usr/sbin/$cmd ]] && continue
+		fi
+		need+=("$deb")
+	done
+	if ((${#need[@]} == 0)); then
+		return 0
+	fi
+	local sudo=()
+	if [[ $(id -u) != 0 ]]; then
+		command -v sudo >/dev/null 2>&1 || die "missing packages ${need[*]} and not root (no sudo): install them first"
+		sudo=(sudo)
+	fi
+	log "installing from Debian: ${need[*]}"
+	"${sudo[@]}" apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+}
+
+# install_perf installs linux-perf when missing (bench/profile.sh only).
+install_perf() {
+	command -v perf >/dev/null 2>&1 && return 0
+	local sudo=()
+	[[ $(id -u) == 0 ]] || sudo=(sudo)
+	log "installing from Debian: linux-perf"
+	"${sudo[@]}" apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends linux-perf >/dev/null
+}

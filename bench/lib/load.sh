@@ -1,0 +1,134 @@
+# shellcheck shell=bash
+# The cells of the comparison and how one is loaded: wrk on $CLIENT_CPU,
+# one thread, $CONNS keep-alive connections, the same headers for every
+# server, a warm-up run, then the measured run with the busy share of both
+# cores read from /proc/stat around it.
+
+# A browser's user agent: the AI-crawler rule scans all of it.
+BENCH_UA='Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
+
+# cells prints one line per (workload proto server): the URL, the Host
+# header, the X-Forwarded-For client, and whether answers are "ok" (2xx or
+# 3xx) or "refused" (403). Order within a workload is the round order.
+cells() {
+	local s=$EDGE_SITE_HOST a=$EDGE_APP_HOST
+	cat <<CELLS
+page4k https edge https://127.0.0.1:$EDGE_HTTPS/ $s $ALLOW_IP ok
+page4k https nginx https://127.0.0.1:$NGINX_HTTPS/ $s $ALLOW_IP ok
+page4k https nginx+rules https://127.0.0.1:$NGINX_RULES_HTTPS/ $s $ALLOW_IP ok
+page4k https varnish https://127.0.0.1:$HITCH_HTTPS/ $s $ALLOW_IP ok
+page4k https caddy https://127.0.0.1:$CADDY_HTTPS/ $s $ALLOW_IP ok
+page4k http nginx http://127.0.0.1:$NGINX_HTTP/ $s $ALLOW_IP ok
+page4k http nginx+rules http://127.0.0.1:$NGINX_RULES_HTTP/ $s $ALLOW_IP ok
+page4k http varnish http://127.0.0.1:$VARNISH_HTTP/ $s $ALLOW_IP ok
+page4k http caddy http://127.0.0.1:$CADDY_HTTP/ $s $ALLOW_IP ok
+file1m https edge https://127.0.0.1:$EDGE_HTTPS/big.bin $s $ALLOW_IP ok
+file1m https nginx https://127.0.0.1:$NGINX_HTTPS/big.bin $s $ALLOW_IP ok
+file1m https varnish https://127.0.0.1:$HITCH_HTTPS/big.bin $s $ALLOW_IP ok
+file1m https caddy https://127.0.0.1:$CADDY_HTTPS/big.bin $s $ALLOW_IP ok
+file1m http nginx http://127.0.0.1:$NGINX_HTTP/big.bin $s $ALLOW_IP ok
+file1m http varnish http://127.0.0.1:$VARNISH_HTTP/big.bin $s $ALLOW_IP ok
+file1m http caddy http://127.0.0.1:$CADDY_HTTP/big.bin $s $ALLOW_IP ok
+deny https edge https://127.0.0.1:$EDGE_HTTPS/ $s $DENY_IP refused
+deny https nginx+rules https://127.0.0.1:$NGINX_RULES_HTTPS/ $s $DENY_IP refused
+deny https caddy https://127.0.0.1:$CADDY_RULES_HTTPS/ $s $DENY_IP refused
+deny http nginx+rules http://127.0.0.1:$NGINX_RULES_HTTP/ $s $DENY_IP refused
+deny http caddy http://127.0.0.1:$CADDY_RULES_HTTP/ $s $DENY_IP refused
+country https edge https://127.0.0.1:$EDGE_HTTPS/ $s $COUNTRY_IP refused
+country https nginx+rules https://127.0.0.1:$NGINX_RULES_HTTPS/ $s $COUNTRY_IP refused
+country http nginx+rules http://127.0.0.1:$NGINX_RULES_HTTP/ $s $COUNTRY_IP refused
+proxy https edge https://127.0.0.1:$EDGE_HTTPS/api/items $a $ALLOW_IP ok
+proxy https nginx https://127.0.0.1:$NGINX_PROXY_HTTPS/api/items $a $ALLOW_IP ok
+proxy https caddy https://127.0.0.1:$CADDY_PROXY_HTTPS/api/items $a $ALLOW_IP ok
+proxy http nginx http://127.0.0.1:$NGINX_PROXY_HTTP/api/items $a $ALLOW_IP ok
+proxy http caddy http://127.0.0.1:$CADDY_PROXY_HTTP/api/items $a $ALLOW_IP ok
+redirect http edge http://127.0.0.1:$EDGE_HTTP/ $s $ALLOW_IP ok
+redirect http nginx http://127.0.0.1:$NGINX_REDIRECT/ $s $ALLOW_IP ok
+redirect http caddy http://127.0.0.1:$CADDY_REDIRECT/ $s $ALLOW_IP ok
+CELLS
+}
+
+# selected_cells applies ONLY (workloads) and SERVERS (servers) filters.
+selected_cells() {
+	local w p s rest
+	cells | while read -r w p s rest; do
+		[[ -n ${ONLY:-} && " ${ONLY//,/ } " != *" $w "* ]] && continue
+		[[ -n ${SERVERS:-} && " ${SERVERS//,/ } " != *" $s "* ]] && continue
+		echo "$w $p $s $rest"
+	done
+}
+
+# check_cell W P S URL HOST XFF EXPECT: one request with curl, checked for
+# the status and size this workload must answer, so that no run measures
+# an error page.
+check_cell() {
+	local w=$1 p=$2 s=$3 url=$4 host=$5 xff=$6 out code size want_code want_size=""
+	out=$(curl -sk -o /dev/null -w '%{http_code} %{size_download}' -H "Host: $host" -H "X-Forwarded-For: $xff" \
+		-A "$BENCH_UA" "$url") || die "$w $p $s: $url does not answer"
+	code=${out% *} size=${out#* }
+	case $w in
+	page4k) want_code=200 want_size=4096 ;;
+	file1m) want_code=200 want_size=1048576 ;;
+	deny | country) want_code=403 ;;
+	proxy) want_code=200 want_size=$ORIGIN_BODY_BYTES ;;
+	redirect) want_code=301 ;;
+	esac
+	[[ $code == "$want_code" ]] || die "$w $p $s: $url answered $code, want $want_code"
+	[[ -z $want_size || $size == "$want_size" ]] || die "$w $p $s: $url answered $size bytes, want $want_size"
+}
+
+# cpu_ticks prints "busy total steal" ticks of CPU $1 from /proc/stat
+# (steal: time the hypervisor gave this virtual CPU's host core to others).
+cpu_ticks() {
+	awk -v c="cpu$1" '$1 == c { print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8+$9, $9 }' /proc/stat
+}
+
+pct() { # FIELD(1 busy, 3 steal) BEFORE AFTER: share of the interval in percent
+	awk -v f="$1" -v a="$2" -v b="$3" 'BEGIN { split(a, x, " "); split(b, y, " ");
+		t = y[2] - x[2]; printf "%.1f", (t > 0 ? 100 * (y[f] - x[f]) / t : 0) }'
+}
+
+# bench_pids sets BENCH_PIDS: this script, every process it started and
+# their children (nginx workers, Varnish's child, hitch's workers).
+bench_pids() {
+	local entry pid kids
+	BENCH_PIDS="$$"
+	for entry in "${PIDS[@]}"; do
+		pid=${entry%%:*}
+		kids=$(pgrep -P "$pid" | tr '\n' ' ' || true)
+		BENCH_PIDS+=" $pid $kids"
+	done
+}
+
+# foreign_ticks prints the CPU ticks (user and system, with reaped
+# children) used so far by the user processes the bench did not start:
+# other work on the machine that competes with the run.
+foreign_ticks() {
+	cat /proc/[0-9]*/stat 2>/dev/null | awk -v excl=" $BENCH_PIDS " '{
+		s = $0; pid = $1; sub(/^.*\) /, "", s); split(s, a, " ")
+		if (a[2] == 2 || pid == 2 || index(excl, " " pid " ")) next
+		t += a[12] + a[13] + a[14] + a[15] } END { print t + 0 }'
+}
+
+wrk_run() { # DURATION URL HOST XFF
+	taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$1s" --timeout 10s -s "$BENCH/wrk.lua" \
+		-H "Host: $3" -H "X-Forwarded-For: $4" -H "User-Agent: $BENCH_UA" -H 'Accept: */*' "$2"
+}
+
+# run_cell ROUND W P S URL HOST XFF EXPECT appends one line to results.jsonl.
+run_cell() {
+	local round=$1 w=$2 p=$3 s=$4 url=$5 host=$6 xff=$7 expect=$8 s0 s1 c0 c1 f0 f1 out json
+	wrk_run "$WARMUP" "$url" "$host" "$xff" >/dev/null 2>&1 || true
+	f0=$(foreign_ticks)
+	s0=$(cpu_ticks "$SERVER_CPU") c0=$(cpu_ticks "$CLIENT_CPU")
+	out=$(wrk_run "$DURATION" "$url" "$host" "$xff" 2>&1) || die "wrk failed on $w $p $s: $out"
+	s1=$(cpu_ticks "$SERVER_CPU") c1=$(cpu_ticks "$CLIENT_CPU")
+	f1=$(foreign_ticks)
+	json=$(grep '^BENCHJSON ' <<<"$out" | cut -d' ' -f2-)
+	[[ -n $json ]] || die "no result from wrk on $w $p $s: $out"
+	printf '{"round":%d,"workload":"%s","proto":"%s","server":"%s","expect":"%s","cpu_server":%s,"cpu_client":%s,"steal_server":%s,"foreign_cpu":%s,"wrk":%s}\n' \
+		"$round" "$w" "$p" "$s" "$expect" "$(pct 1 "$s0" "$s1")" "$(pct 1 "$c0" "$c1")" "$(pct 3 "$s0" "$s1")" \
+		"$(awk -v f="$((f1 - f0))" -v a="$s0" -v b="$s1" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[2] - x[2]; printf "%.1f", (t > 0 ? 100 * f / t : 0) }')" "$json" >>"$OUT/results.jsonl"
+	printf '%s\n' "$out" >>"$OUT/wrk.log"
+	log "round $round  $w $p $s: $(jq -r '"\(.requests / (.duration_us / 1e6) | floor) req/s  p50 \(.p50) µs  p99 \(.p99) µs"' <<<"$json")"
+}

@@ -1,0 +1,24 @@
+# shellcheck shell=bash
+# prepare: what every script needs before starting servers: the tools, the
+# binaries, a fresh work directory, the content and the Shield settings
+# (their addresses are exported from addrs.env), and the output directory
+# $OUT under bench/out/ with bench/out/latest pointing at it.
+prepare() {
+	local kind=$1
+	(($(nproc) >= 2)) || die "needs 2 cores: one for the server under test, one for wrk"
+	install_tools
+	# shellcheck disable=SC2034 # read by lib/peers.sh and lib/record.sh
+	VARNISHD=$(command -v varnishd || echo /usr/sbin/varnishd)
+	check_ports
+	log "building bin/platform and bench/cmd/benchkit; fetching the country database when missing"
+	make -s -C "$ROOT" build geodata GO="$GO" >/dev/null
+	fresh_workdir
+	"$GO" build -o "$WORK/benchkit" "$ROOT/bench/cmd/benchkit"
+	OUT=$ROOT/bench/out/$kind-$(date -u +%Y%m%dT%H%M%SZ)
+	mkdir -p "$OUT"
+	ln -sfn "$(basename "$OUT")" "$ROOT/bench/out/latest${kind:+-$kind}"
+	"$WORK/benchkit" content -out "$WORK/content" -origin "http://127.0.0.1:$ORIGIN"
+	"$WORK/benchkit" shield -geoip "$GEOIP" -out "$WORK/shield" -ranges 10000
+	# shellcheck disable=SC1091
+	. "$WORK/shield/addrs.env"
+}

@@ -1,0 +1,64 @@
+# shellcheck shell=bash
+# record_settings prints, in markdown, what a result depends on: the
+# machine, every version, the pinning and server settings, the client's
+# settings, and the TLS each HTTPS server negotiated with an OpenSSL client
+# (the library wrk uses).
+
+tls_of() { # PORT
+	echo | openssl s_client -connect "127.0.0.1:$1" -servername "$EDGE_SITE_HOST" 2>/dev/null |
+		awk '/^New, /{ sub(/^New, /, ""); print; exit }'
+}
+
+# bench_command prints the command of this run with the settings given in
+# the environment.
+bench_command() {
+	local v cmd=""
+	for v in QUICK ROUNDS DURATION WARMUP CONNS ONLY SERVERS EDGE_BIN SERVER_CPU CLIENT_CPU; do
+		[[ -n ${!v:-} ]] || continue
+		cmd+="$v=${!v} "
+	done
+	echo "$cmd${BENCH_COMMAND:-bash bench/run.sh}"
+}
+
+record_settings() {
+	local commit dirty=""
+	commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+	[[ -n $(git -C "$ROOT" status --porcelain -- . ':!bench' ':!Makefile' 2>/dev/null) ]] && dirty=" (uncommitted changes outside bench/)"
+	cat <<MD
+## Machine and versions
+
+- date: $(date -u '+%Y-%m-%d %H:%M UTC'); command: \`$BENCH_CMD\`
+- machine: $(nproc) cores, $(lscpu | awk -F: '/^Model name/{gsub(/^ +/, "", $2); print $2; exit}'), $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(lscpu | awk -F: '/^Hypervisor vendor/{gsub(/^ +/, "", $2); print "virtualised (" $2 ")"; exit}'); $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r)
+- load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)
+- edge: ${EDGE_BIN:+$EDGE_BIN, not bin/platform; }platform $commit$dirty, $("$GO" version | cut -d' ' -f3), fasthttp $(awk '/valyala\/fasthttp /{print $2}' "$ROOT/go.mod")
+- nginx $(nginx -v 2>&1 | cut -d/ -f2) ($(nginx -V 2>&1 | awk '/built with OpenSSL/{print "OpenSSL " $4}')), $("$VARNISHD" -V 2>&1 | head -1 | cut -d' ' -f1 | tr -d '(' ) $("$VARNISHD" -V 2>&1 | head -1 | awk '{print $2}' | tr -d '(' ), hitch $(hitch --version 2>&1 | awk '{print $2}'), Caddy $(caddy version | cut -d' ' -f1), wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}'), $(openssl version | cut -d' ' -f1-2)
+
+## Settings
+
+- server under test on CPU $SERVER_CPU (taskset), one at a time under load, all started once and idle otherwise;
+  wrk on CPU $CLIENT_CPU (taskset), \`wrk -t1 -c$CONNS -d${DURATION}s --timeout 10s\`, keep-alive, after a ${WARMUP} s warm-up run;
+  $ROUNDS round(s), each running every cell once, even rounds in reverse order
+- edge: \`GOMAXPROCS=1 platform serve --trusted-proxies 127.0.0.1/32 --geoip data/geo/country.mmdb --log-level warn\`
+  (control plane, background workers and edge in one process, all on that core); HTTPS via its local CA
+- nginx: worker_processes 1, sendfile, tcp_nopush, open_file_cache, access_log off, keepalive_requests 1000000,
+  upstream keepalive 128 (proxy); nginx+rules adds realip from X-Forwarded-For, geo with the $DENY_COUNT deny ranges,
+  geoip2 country map of the $BLOCKED_COUNT countries (same database), an AI-crawler regex, a dotfile 404
+- Varnish: \`-s malloc,512m -p thread_pools=1 -p thread_pool_min=100 -p thread_pool_max=1000\`, TTL 1 h, backend the nginx
+  above; HTTPS through hitch (workers = 1, PROXY v2 to Varnish) on the same core
+- Caddy: GOMAXPROCS=1, file_server, reverse_proxy (default transport), remote_ip forwarded with the $DENY_COUNT ranges (workload 3)
+- origin (workload 4): nginx, worker_processes 1, on CPU $CLIENT_CPU with wrk, a $ORIGIN_BODY_BYTES-byte JSON answer with \`Cache-Control: no-store\`
+- TLS: nginx and hitch limited to TLS_AES_128_GCM_SHA256 (the suite the Go servers pick); peers share one self-signed P-256 certificate
+- every request: \`Host: $EDGE_SITE_HOST\` (workload 4: \`$EDGE_APP_HOST\`), a ${#BENCH_UA}-byte browser User-Agent,
+  \`X-Forwarded-For\`: $ALLOW_IP ($ALLOW_CC, allowed) or, in workload 3, $DENY_IP (in deny range $DENY_RANGE) and $COUNTRY_IP ($COUNTRY_CC, blocked)
+- Shield (edge): enabled, $BLOCKED_COUNT blocked countries, $DENY_COUNT deny ranges (9 in 10 IPv4), blockAiCrawlers on, file guard (always on)
+
+## TLS negotiated (OpenSSL client)
+
+| server | port | negotiated |
+|---|---|---|
+| edge | $EDGE_HTTPS | $(tls_of "$EDGE_HTTPS") |
+| nginx | $NGINX_HTTPS | $(tls_of "$NGINX_HTTPS") |
+| hitch (Varnish) | $HITCH_HTTPS | $(tls_of "$HITCH_HTTPS") |
+| Caddy | $CADDY_HTTPS | $(tls_of "$CADDY_HTTPS") |
+MD
+}

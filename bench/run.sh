@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# bench/run.sh: the edge (`platform serve`) against nginx, Varnish and Caddy,
+# measured side by side on loopback. See bench/README.md.
+#
+#   make bench               # 5 alternating rounds, 3 s a run: about 11 minutes
+#   make bench QUICK=1       # 1 round, 3 s a run: about 3 minutes
+#   ONLY=page4k,proxy SERVERS=edge,nginx bash bench/run.sh
+#
+# Settings (environment): ROUNDS, DURATION and WARMUP (seconds a run), CONNS
+# (wrk connections), SERVER_CPU and CLIENT_CPU, ONLY (workloads: page4k
+# file1m deny country proxy redirect), SERVERS (edge nginx nginx+rules varnish
+# caddy), BENCH_WORK (scratch directory, emptied; default /tmp/platform-bench),
+# HOLD=1 (start and check everything, then wait to be stopped, for poking at it),
+# EDGE_BIN (the platform binary to measure; default bin/platform, built first).
+# Results: bench/out/run-<UTC time>/ (settings.md, results.jsonl, table.md,
+# wrk.log, logs/), bench/out/latest-run pointing at the last one.
+set -euo pipefail
+
+BENCH=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$BENCH/.." && pwd)
+# shellcheck source=bench/lib/common.sh
+. "$BENCH/lib/common.sh"
+# shellcheck source=bench/lib/install.sh
+. "$BENCH/lib/install.sh"
+# shellcheck source=bench/lib/edge.sh
+. "$BENCH/lib/edge.sh"
+# shellcheck source=bench/lib/peers.sh
+. "$BENCH/lib/peers.sh"
+# shellcheck source=bench/lib/load.sh
+. "$BENCH/lib/load.sh"
+# shellcheck source=bench/lib/record.sh
+. "$BENCH/lib/record.sh"
+# shellcheck source=bench/lib/prepare.sh
+. "$BENCH/lib/prepare.sh"
+
+BENCH_CMD=$(bench_command) # before the defaults below are filled in
+if [[ ${QUICK:-} == 1 ]]; then
+	ROUNDS=${ROUNDS:-1} DURATION=${DURATION:-3} WARMUP=${WARMUP:-1}
+else
+	ROUNDS=${ROUNDS:-5} DURATION=${DURATION:-3} WARMUP=${WARMUP:-1}
+fi
+CONNS=${CONNS:-64}
+SERVER_CPU=${SERVER_CPU:-0} CLIENT_CPU=${CLIENT_CPU:-1}
+WORK=${BENCH_WORK:-/tmp/platform-bench}
+GEOIP=$ROOT/data/geo/country.mmdb
+GO=${GO:-go}
+
+prepare run
+
+trap 'stop_all; cp -r "$WORK/logs" "$OUT/logs" 2>/dev/null || true' EXIT
+trap 'exit 130' INT TERM
+start_origin
+start_edge
+setup_edge
+start_peers
+bench_pids
+
+mapfile -t CELLS < <(selected_cells)
+((${#CELLS[@]} > 0)) || die "no cell selected (ONLY=${ONLY:-} SERVERS=${SERVERS:-})"
+for c in "${CELLS[@]}"; do
+	# shellcheck disable=SC2086
+	check_cell $c
+done
+# Varnish and the edge fill their caches here, before any measured run.
+record_settings >"$OUT/settings.md"
+if [[ ${HOLD:-} == 1 ]]; then
+	log "HOLD=1: every server is up (cells below); stop with Ctrl-C or kill $$"
+	printf '  %s\n' "${CELLS[@]}" >&2
+	while :; do sleep 1; done
+fi
+
+runs=$((${#CELLS[@]} * ROUNDS))
+log "${#CELLS[@]} cells x $ROUNDS rounds = $runs runs of ${WARMUP}+${DURATION} s: about $((runs * (WARMUP + DURATION) * 21 / 20 / 60 + 1)) minutes"
+: >"$OUT/results.jsonl"
+for ((round = 1; round <= ROUNDS; round++)); do
+	# Every round runs each server once per (workload, proto); even rounds in
+	# reverse order, so drift over a round falls on every server alike.
+	if ((round % 2 == 0)); then
+		mapfile -t order < <(printf '%s\n' "${CELLS[@]}" | tac)
+	else
+		order=("${CELLS[@]}")
+	fi
+	for c in "${order[@]}"; do
+		# shellcheck disable=SC2086
+		run_cell "$round" $c
+	done
+done
+
+"$WORK/benchkit" table -in "$OUT/results.jsonl" >"$OUT/table.md"
+echo
+cat "$OUT/settings.md"
+echo
+cat "$OUT/table.md"
+echo
+log "results in ${OUT#"$ROOT"/}"
