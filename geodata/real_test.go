@@ -63,24 +63,7 @@ func TestRealDatabase(t *testing.T) {
 //
 //	PLATFORM_GEOIP=/path/country.mmdb go test -run '^$' -bench Real ./geodata/
 func BenchmarkRealCountry(b *testing.B) {
-	db, _ := openTest(b, Config{
-		CountryDB:      realDB(b),
-		AnonymousDB:    fixture("anonymous.mmdb"),
-		AnonymizerList: fixture("anonymizers.txt"),
-		Overrides:      fixture("overrides.txt"),
-		NoReload:       true,
-	})
-	for _, name := range []string{"ipv4", "ipv6"} {
-		addr := benchAddrs[name]
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			var sink Country
-			for b.Loop() {
-				sink = db.Country(addr)
-			}
-			_ = sink
-		})
-	}
+	db := benchWarm(b, realDB(b))
 	for _, v6 := range []bool{false, true} {
 		name := "ipv4-random"
 		if v6 {
