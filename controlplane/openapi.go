@@ -29,7 +29,7 @@ func (cp *ControlPlane) serveOpenAPI(w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
-var pathParam = regexp.MustCompile(`\{([A-Za-z]+)\}`)
+var pathParam = regexp.MustCompile(`\{([A-Za-z0-9_]+)\}`)
 
 // OpenAPI builds the OpenAPI 3.1 document of routes.
 func OpenAPI(routes []api.Route) map[string]any {
@@ -39,9 +39,7 @@ func OpenAPI(routes []api.Route) map[string]any {
 		op := map[string]any{
 			"summary":     rt.Summary,
 			"operationId": operationID(rt),
-			"responses": map[string]any{
-				"default": map[string]any{"description": "error", "content": jsonContent(map[string]any{"$ref": "#/components/schemas/Error"})},
-			},
+			"responses":   errorResponses(rt),
 		}
 		if rt.Op != "" {
 			op["x-permission"] = string(rt.Op)
@@ -86,6 +84,7 @@ func OpenAPI(routes []api.Route) map[string]any {
 	}
 	return map[string]any{
 		"openapi": "3.1.0",
+		"servers": []any{map[string]any{"url": "/", "description": "this control plane: the API listener (--api-addr); paths start with /api"}},
 		"info": map[string]any{
 			"title":       "Platform API",
 			"version":     "1",
@@ -94,10 +93,33 @@ func OpenAPI(routes []api.Route) map[string]any {
 		"paths":    paths,
 		"security": []any{map[string]any{"bearer": []any{}}},
 		"components": map[string]any{
-			"schemas":         schemas,
+			"schemas": schemas,
+			"responses": map[string]any{
+				"Error": map[string]any{"description": "the one error shape: {error: {code, message, ...}}", "content": jsonContent(map[string]any{"$ref": "#/components/schemas/Error"})},
+			},
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
 		},
 	}
+}
+
+// errorResponses lists the error answers an operation can give, each with
+// the one error schema: 400 for a body or parameters, 401 and 403 behind
+// credentials, 404 for a resource in the path, 409 and 413 for changes,
+// 429 everywhere authenticated (rate limits), 500, and default for the
+// rest (402, 410, 501, 502, 503 of particular areas).
+func errorResponses(rt api.Route) map[string]any {
+	ref := map[string]any{"$ref": "#/components/responses/Error"}
+	out := map[string]any{"400": ref, "500": ref, "default": ref}
+	if !rt.Public {
+		out["401"], out["403"], out["429"] = ref, ref, ref
+	}
+	if strings.Contains(rt.Path, "{") {
+		out["404"] = ref
+	}
+	if rt.Method != http.MethodGet {
+		out["409"], out["413"] = ref, ref
+	}
+	return out
 }
 
 func operationID(rt api.Route) string {

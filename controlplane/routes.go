@@ -7,14 +7,29 @@ import (
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/cdn"
+	"github.com/svcplatform/platform/controlplane/databases"
+	"github.com/svcplatform/platform/controlplane/deploys"
+	"github.com/svcplatform/platform/controlplane/edgesync"
+	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
 	"github.com/svcplatform/platform/controlplane/projects"
+	"github.com/svcplatform/platform/controlplane/repos"
+	"github.com/svcplatform/platform/controlplane/security"
+	"github.com/svcplatform/platform/controlplane/shield"
 )
 
-// routeTable is every route of the API in one readable table.
+// routeTable is every route of the API in one table, read top to bottom.
 func (cp *ControlPlane) routeTable() []api.Route {
 	acc := accounts.Handlers{S: cp.Accounts, ProjectExists: cp.Projects.Exists}
 	prj := projects.Handlers{S: cp.Projects}
 	aud := audit.Handlers{Log: cp.Audit}
+	rh := repos.Handlers{S: cp.repos}
+	dh := deploys.Handlers{S: cp.deploys}
+	sh := shield.Handlers{S: cp.shield}
+	ch := cdn.Handlers{S: cp.cdn}
+	sec := security.Handlers{S: cp.security}
+	dbh := databases.Handlers{S: cp.databases}
+	eh := edgesync.Handlers{S: cp.edgeSync}
 	const G, P, U, A, D = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete
 	return []api.Route{
 		// Workspace, keys, members, sessions.
@@ -46,9 +61,71 @@ func (cp *ControlPlane) routeTable() []api.Route {
 		{Method: A, Path: "/api/projects/{id}/env/{envId}", Op: auth.OpEnvWrite, ProjectParam: "id", Handler: prj.PatchEnv, Summary: "Change a variable", Request: projects.EnvPatch{}, Response: projects.EnvAnswer{}},
 		{Method: D, Path: "/api/projects/{id}/env/{envId}", Op: auth.OpEnvWrite, ProjectParam: "id", Handler: prj.DeleteEnv, Summary: "Delete a variable", Response: api.Deleted{}},
 
+		// Databases: the database's project is known once it is loaded, so
+		// the handlers check it again (a project key passes here only for
+		// its own project's routes).
+		{Method: P, Path: "/api/projects/{id}/databases", Op: auth.OpDatabaseWrite, ProjectParam: "id", Handler: dbh.Create, Status: 201, Summary: "Create a database (engine sqlite)", Request: databases.CreateRequest{}, Response: databases.DatabaseAnswer{}},
+		{Method: G, Path: "/api/databases/{id}", Op: auth.OpDatabaseRead, Handler: dbh.Get, Summary: "Read a database, its endpoint and limits", Response: databases.DatabaseAnswer{}},
+		{Method: P, Path: "/api/databases/{id}", Op: auth.OpDatabaseQuery, Handler: dbh.Query, MaxBody: databases.MaxQueryBody, Summary: "Run SQL: {sql, params?} or {batch: [{sql, params?}]}, as one transaction", Request: databases.QuerySchema{}, Response: databases.QueryAnswerSchema{}},
+		{Method: A, Path: "/api/databases/{id}", Op: auth.OpDatabaseWrite, Handler: dbh.Retry, Summary: "Retry a failed create: {action: retry}", Request: databases.PatchRequest{}, Response: databases.DatabaseAnswer{}},
+		{Method: D, Path: "/api/databases/{id}", Op: auth.OpDatabaseWrite, Handler: dbh.Delete, Summary: "Delete a database for good (later calls answer 410)", Response: api.Deleted{}},
+		{Method: P, Path: "/api/databases/{id}/export", Op: auth.OpDatabaseWrite, Handler: dbh.Export, Summary: "Start an export, or ask after one with its bookmark", Request: databases.ExportRequest{}, Response: databases.ExportAnswer{}},
+		{Method: G, Path: "/api/databases/{id}/export", Op: auth.OpDatabaseWrite, Handler: dbh.Download, Summary: "Download a complete export as a .sql file (?bookmark=)"},
+
+		// Vectors: routes are added here.
+
+		// Repos and deploys.
+		{Method: G, Path: "/api/repos", Op: auth.OpRepoRead, Handler: rh.List, Summary: "List repos with commit counts", Response: repos.RepoList{}},
+		{Method: P, Path: "/api/repos", Op: auth.OpRepoWrite, Handler: rh.Create, Status: 201, Summary: "Create a repo", Request: repos.CreateRequest{}, Response: repos.RepoAnswer{}},
+		{Method: G, Path: "/api/repos/{id}", Op: auth.OpRepoRead, Handler: rh.Read, Summary: "Read a repo and its commit history", Response: repos.Detail{}},
+		{Method: D, Path: "/api/repos/{id}", Op: auth.OpRepoWrite, Handler: rh.Delete, Summary: "Delete a repo (its deployments keep serving)", Response: api.Deleted{}},
+		{Method: P, Path: "/api/repos/{id}/commits", Op: auth.OpRepoWrite, Handler: rh.Push, Status: 201, MaxBody: repos.MaxPushBody,
+			Summary: "Push a commit: a full snapshot of at most 500 files, 10 MB each, 25 MB in all", Request: repos.PushRequest{}, Response: repos.CommitAnswer{}},
+		{Method: G, Path: "/api/repos/{id}/files", Op: auth.OpRepoRead, Handler: rh.Files,
+			Summary: "File tree at ?commit= (default latest), or one text file with &path=", Response: repos.Tree{}},
+		{Method: P, Path: "/api/repos/{id}/deploy", Op: auth.OpRepoDeploy, Handler: dh.Deploy, Status: 202,
+			Summary: "Deploy a commit to a project (an older commit is a rollback); follow it at /api/deployments/{id}", Request: deploys.DeployRequest{}, Response: deploys.DeploymentAnswer{}},
+		{Method: P, Path: "/api/projects/{id}/deploy", Op: auth.OpRepoDeploy, ProjectParam: "id", Handler: dh.Redeploy, Status: 202,
+			Summary: "Do what the project's deployAction says: rebuild the latest commit of its repo or redeploy the kept files", Response: deploys.DeploymentAnswer{}},
+		{Method: G, Path: "/api/projects/{id}/deployments", Op: auth.OpProjectRead, ProjectParam: "id", Handler: dh.List,
+			Summary: "A project's deployments, newest first", Response: deploys.ProjectDeployments{}},
+		{Method: G, Path: "/api/deployments/{id}", Op: auth.OpProjectRead, Handler: dh.Get,
+			Summary: "A deployment with its deploy log and files", Response: deploys.Detail{}},
+
+		// Media: routes are added here.
+
+		// Shield, CDN and the security overview.
+		{Method: G, Path: "/api/services/shield", Op: auth.OpShieldRead, Handler: sh.Get,
+			Summary: "Saved Shield settings, protectedSites and passwordsAllowed", Response: shield.Answer{}},
+		{Method: U, Path: "/api/services/shield", Op: auth.OpShieldWrite, Handler: sh.Put, MaxBody: shield.MaxBody, Request: shield.PutDoc{},
+			Summary: "Merge settings over the saved ones (answers appliedNote), or set {passwords: {site: password|null}} (static sites only)", Response: shield.Answer{}},
+		{Method: P, Path: "/api/services/shield", Op: auth.OpShieldWrite, Handler: sh.Apply,
+			Summary: "Apply now: put the saved rules on every live static site", Response: shield.ApplyAnswer{}},
+		{Method: G, Path: "/api/services/shield/blocks", Op: auth.OpShieldRead, Handler: sh.Blocks,
+			Summary: "What the rules caught per site, function and rule over ?days=7 or 30", Response: shield.Blocks{}},
+		{Method: G, Path: "/api/services/cdn", Op: auth.OpCDNRead, Handler: ch.Get,
+			Summary: "Saved CDN settings", Response: cdn.Answer{}},
+		{Method: U, Path: "/api/services/cdn", Op: auth.OpCDNWrite, Handler: ch.Put,
+			Summary: "Merge {enabled, cacheTtlSeconds} over the saved settings (admins); takes effect on each project's next deploy", Request: cdn.PatchDoc{}, Response: cdn.Answer{}},
+		{Method: G, Path: "/api/security/overview", Op: auth.OpSecurityRead, Handler: sec.Overview,
+			Summary: "Security score and checks, with audit changes per hour over the last 24 hours", Response: security.Overview{}},
+
+		// Payments: routes are added here.
+		// Billing (Balance, credits): routes are added here.
+		// AI gateway and agents: routes are added here.
+
 		// Audit and activity.
 		{Method: G, Path: "/api/orgs/{id}/audit-logs", Op: auth.OpAuditRead, Handler: aud.List, Summary: "Audit rows, newest first (admins)", Response: audit.AuditPage{}},
 		{Method: G, Path: "/api/activity", Op: auth.OpActivityRead, Handler: aud.Activity, Summary: "Short recent activity feed", Response: audit.Feed{}},
+
+		// The edge protocol. Public: these take edge tokens, not API keys,
+		// and check them in the handler.
+		{Method: G, Path: snapshot.ConfigPath, Public: true, Handler: eh.Config,
+			Summary: "Edge configuration snapshot; long-poll with ?after=<version> (edge token)", Response: snapshot.Snapshot{}},
+		{Method: G, Path: snapshot.BlobsPath + "{sha256}", Public: true, Handler: eh.Blob,
+			Summary: "A deployed file's bytes by SHA-256 (edge token)"},
+		{Method: P, Path: snapshot.CountsPath, Public: true, Handler: eh.Counts, MaxBody: 4 << 20,
+			Summary: "Shield counts from an edge, idempotent per batch (edge token)", Request: snapshot.CountBatch{}, Response: snapshot.CountAnswer{}},
 
 		// The API's own description.
 		{Method: G, Path: "/api/openapi.json", Public: true, Handler: cp.serveOpenAPI, Summary: "This API's OpenAPI 3.1 document"},

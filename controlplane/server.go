@@ -1,24 +1,43 @@
 // Package controlplane assembles the control plane: the REST API of every
 // area behind one route table, authentication and the permission table.
+//
+// New builds everything explicitly, in dependency order, passing each area
+// what it needs (no init() registries, no package-level maps): the store,
+// the sealer, audit and metering, accounts and projects, the blob store,
+// edge sync, repos, CDN, deploys, Shield, the security overview and
+// databases. routes.go is the one route table.
 package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
+	"github.com/svcplatform/platform/controlplane/blobs"
+	"github.com/svcplatform/platform/controlplane/cdn"
 	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/databases"
+	"github.com/svcplatform/platform/controlplane/deploys"
+	"github.com/svcplatform/platform/controlplane/edgesync"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/projects"
+	"github.com/svcplatform/platform/controlplane/repos"
 	"github.com/svcplatform/platform/controlplane/seal"
+	"github.com/svcplatform/platform/controlplane/security"
+	"github.com/svcplatform/platform/controlplane/shield"
 	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/rules"
 )
 
 // Config is the control plane's configuration.
@@ -31,11 +50,26 @@ type Config struct {
 	AppsPort int `json:"appsPort"`
 	// Bootstrap describes the first workspace, created on an empty data dir.
 	Bootstrap accounts.BootstrapConfig `json:"bootstrap"`
+	// OriginProbeEvery is how often the origins of serving apps and
+	// functions are checked (DefaultOriginProbeEvery when 0; negative: never,
+	// for tests that probe explicitly).
+	OriginProbeEvery time.Duration `json:"originProbeEvery"`
+	// KeyCallsFlush is how often counted API-key calls are written
+	// (metering.DefaultKeyCallsFlush when 0).
+	KeyCallsFlush time.Duration `json:"keyCallsFlush"`
 	// Clock is the time source (the system clock when nil).
 	Clock clock.Clock `json:"-"`
 	// Logger receives structured logs (slog.Default when nil).
 	Logger *slog.Logger `json:"-"`
+	// Registerer receives the control plane's metrics (the admin
+	// listener's registry); when nil they are kept on a registry of their
+	// own, reachable through Metrics.
+	Registerer prometheus.Registerer `json:"-"`
 }
+
+// DefaultOriginProbeEvery is how often the origins of serving apps and
+// functions are checked (a project whose origin does not answer is down).
+const DefaultOriginProbeEvery = 30 * time.Second
 
 // Provision fills defaults.
 func (c *Config) Provision() {
@@ -45,11 +79,20 @@ func (c *Config) Provision() {
 	if c.AppsDomain == "" {
 		c.AppsDomain = "localhost"
 	}
+	if c.OriginProbeEvery == 0 {
+		c.OriginProbeEvery = DefaultOriginProbeEvery
+	}
+	if c.KeyCallsFlush <= 0 {
+		c.KeyCallsFlush = metering.DefaultKeyCallsFlush
+	}
 	if c.Clock == nil {
 		c.Clock = clock.System{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
 	}
 	if c.Bootstrap.WorkspaceName == "" {
 		c.Bootstrap.WorkspaceName = "My workspace"
@@ -62,84 +105,174 @@ func (c *Config) Provision() {
 	}
 }
 
-// ControlPlane is the assembled control plane.
+// ControlPlane is the assembled control plane. Every field is set by New;
+// the accessors never return nil.
 type ControlPlane struct {
-	cfg       Config
-	DB        *store.DB
-	Audit     *audit.Log
-	Meter     *metering.Meter
+	cfg Config
+
+	// Foundation.
+	DB       *store.DB
+	Sealer   *seal.Sealer
+	Audit    *audit.Log
+	Meter    *metering.Meter
+	keyCalls *metering.KeyCalls
+	metrics  *Metrics
+
+	// Areas, in dependency order.
 	Accounts  *accounts.Service
 	Projects  *projects.Service
 	Bootstrap accounts.Bootstrap
-	Sealer    *seal.Sealer
-	handler   http.Handler
-	routes    []api.Route
-	// areaRoutes are the routes the wired areas add.
-	areaRoutes []api.Route
-	closers    []func() error
+	blobs     *blobs.Store
+	edgeSync  *edgesync.Service
+	repos     *repos.Service
+	cdn       *cdn.Service
+	deploys   *deploys.Service
+	shield    *shield.Service
+	security  *security.Service
+	databases *databases.Service
+	// New areas are added here, in dependency order: jobs, billing, ai,
+	// vectors, payments, media.
+
+	handler http.Handler
+	routes  []api.Route
+	closers []func() error
 }
 
-// wiring builds one area on the core services: it registers the area's
-// routes with AddRoutes, its teardown with Projects.AddDependent, and
-// anything to release on Close with OnClose. Each area's wire_<area>.go
-// appends its wiring in init, so areas are added without editing this file.
-type wiring struct {
-	name string
-	wire func(ctx context.Context, cp *ControlPlane) error
-}
-
-var wirings []wiring
-
-// AddRoutes adds an area's routes to the table.
-func (cp *ControlPlane) AddRoutes(rs ...api.Route) { cp.areaRoutes = append(cp.areaRoutes, rs...) }
-
-// OnClose registers fn to run at Close, in reverse order.
-func (cp *ControlPlane) OnClose(fn func() error) { cp.closers = append(cp.closers, fn) }
+// onClose registers fn to run at Close, in reverse order.
+func (cp *ControlPlane) onClose(fn func() error) { cp.closers = append(cp.closers, fn) }
 
 // Config returns the provisioned configuration.
 func (cp *ControlPlane) Config() Config { return cp.cfg }
 
 // New opens the data directory, migrates the database, creates the first
-// workspace when there is none, and builds the API.
-func New(ctx context.Context, cfg Config) (*ControlPlane, error) {
+// workspace when there is none, builds every area in dependency order and
+// mounts the route table. On error everything built so far is released.
+func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	cfg.Provision()
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("controlplane: data directory %s: %w", cfg.DataDir, err)
 	}
-	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, "platform.db"))
-	if err != nil {
-		return nil, err
-	}
-	sealer, err := seal.LoadOrCreate(filepath.Join(cfg.DataDir, "keys", "seal.key"))
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	now := cfg.Clock.Now
-	cp := &ControlPlane{cfg: cfg, DB: db, Sealer: sealer}
-	cp.Audit = audit.New(db, now)
-	cp.Meter = metering.New(db, now)
-	if cp.Accounts, err = accounts.New(ctx, db, cfg.Clock, cp.Audit, cfg.Logger); err != nil {
-		db.Close()
-		return nil, err
-	}
-	cp.OnClose(cp.Accounts.Close)
-	cp.Projects = projects.New(projects.Config{AppsDomain: cfg.AppsDomain, AppsPort: cfg.AppsPort}, db, cfg.Clock, cp.Audit, cp.Meter, sealer)
-	if cp.Bootstrap, err = cp.Accounts.EnsureBootstrap(ctx, cfg.Bootstrap); err != nil {
-		db.Close()
-		return nil, err
-	}
-	for _, w := range wirings {
-		if err := w.wire(ctx, cp); err != nil {
+	cp := &ControlPlane{cfg: cfg}
+	defer func() {
+		if err != nil {
 			cp.Close()
-			return nil, fmt.Errorf("controlplane: %s: %w", w.name, err)
 		}
+	}()
+	clk, log := cfg.Clock, cfg.Logger
+
+	// Foundation: metrics, store, sealer, audit, metering.
+	cp.metrics = NewMetrics()
+	if err := cp.metrics.Register(cfg.Registerer); err != nil {
+		return nil, fmt.Errorf("controlplane: metrics: %w", err)
 	}
-	cp.routes = append(cp.routeTable(), cp.areaRoutes...)
+	if cp.DB, err = store.Open(ctx, filepath.Join(cfg.DataDir, "platform.db")); err != nil {
+		return nil, err
+	}
+	cp.DB.OnTx = cp.metrics.ObserveTx
+	cp.onClose(cp.DB.Close)
+	if cp.Sealer, err = seal.LoadOrCreate(filepath.Join(cfg.DataDir, "keys", "seal.key")); err != nil {
+		return nil, err
+	}
+	cp.Audit = audit.New(cp.DB, clk.Now)
+	cp.Meter = metering.New(cp.DB, clk.Now)
+	cp.keyCalls = metering.NewKeyCalls(cp.Meter)
+	cp.keyCalls.Run(cfg.KeyCallsFlush, func(err error) { log.Warn("metering: api key calls", "err", err) })
+	cp.onClose(cp.keyCalls.Close)
+	// jobs: built here (after the store and clock, before the areas).
+	// billing: built here (after jobs; areas that charge take it).
+
+	// Accounts and projects.
+	if cp.Accounts, err = accounts.New(ctx, cp.DB, clk, cp.Audit, log); err != nil {
+		return nil, err
+	}
+	cp.onClose(cp.Accounts.Close)
+	cp.Projects = projects.New(projects.Config{AppsDomain: cfg.AppsDomain, AppsPort: cfg.AppsPort}, cp.DB, clk, cp.Audit, cp.Meter, cp.Sealer)
+	if cp.Bootstrap, err = cp.Accounts.EnsureBootstrap(ctx, cfg.Bootstrap); err != nil {
+		return nil, err
+	}
+
+	// What the edge serves: blobs, edge sync, repos, CDN, deploys, Shield.
+	if cp.blobs, err = blobs.Open(filepath.Join(cfg.DataDir, "blobs")); err != nil {
+		return nil, err
+	}
+	if cp.edgeSync, err = edgesync.New(ctx, cp.DB, cp.blobs, cp.Sealer, clk, log, cfg.AppsDomain, edgeSources()); err != nil {
+		return nil, err
+	}
+	cp.Projects.AddDependent(cp.edgeSync.Dependent())
+	cp.repos = repos.New(cp.DB, cp.blobs, clk, cp.Audit)
+	cp.cdn = cdn.New(cp.DB, clk, cp.Audit, cp.edgeSync)
+	if cp.deploys, err = deploys.New(ctx, deploys.Config{DB: cp.DB, Blobs: cp.blobs, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
+		Sealer: cp.Sealer, Logger: log, Projects: cp.Projects, Repos: cp.repos, Settings: hostingSettings{cp}, Pub: cp.edgeSync}); err != nil {
+		return nil, err
+	}
+	cp.onClose(cp.deploys.Close)
+	cp.Projects.SetDeployments(cp.deploys)
+	cp.Projects.AddDependent(cp.deploys.Dependent())
+	if cfg.OriginProbeEvery > 0 {
+		cp.deploys.RunProber(context.Background(), cfg.OriginProbeEvery)
+	}
+	cp.shield = shield.New(shield.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Pub: cp.edgeSync, Sites: cp.deploys, Counts: cp.edgeSync,
+		Projects: cp.Projects, Plan: cp.Accounts.Plan})
+
+	// The security overview asks each area for its facts; checks of areas
+	// not built yet (custom domains, app users) are unavailable.
+	cp.security = security.New(security.Deps{Accounts: cp.Accounts, Variables: cp.Projects, Audit: cp.Audit, Usage: cp.Meter, Now: clk.Now})
+
+	// Databases.
+	if cp.databases, err = databases.New(ctx, databases.Config{Dir: filepath.Join(cfg.DataDir, "databases")}, databases.Deps{
+		DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter, Projects: cp.Projects, Plans: cp.Accounts, Logger: log,
+	}); err != nil {
+		return nil, err
+	}
+	cp.onClose(cp.databases.Close)
+	cp.Projects.AddDependent(cp.databases)
+
+	// New areas are built here, each after what it depends on:
+	// ai (billing, accounts), vectors (projects, billing), payments
+	// (projects, jobs, netguard), media (projects, jobs, billing).
+
+	cp.routes = cp.routeTable()
 	mux := http.NewServeMux()
-	api.Mount(mux, cp.routes, cp.Accounts, cfg.Logger)
+	api.Mount(mux, cp.routes, api.MountOptions{Authn: cp.Accounts, Log: log, Observer: cp.metrics, Calls: cp.keyCalls})
 	cp.handler = mux
 	return cp, nil
+}
+
+// edgeSources are what edge snapshots and counts are read from, each
+// provided by the area that owns the data.
+func edgeSources() edgesync.Sources {
+	return edgesync.Sources{
+		Sites: deploys.EdgeSites,
+		Projects: func(ctx context.Context, q store.Querier) (map[string]edgesync.ProjectRef, error) {
+			refs, err := projects.AllRefs(ctx, q)
+			out := make(map[string]edgesync.ProjectRef, len(refs))
+			for id, r := range refs {
+				out[id] = edgesync.ProjectRef{Workspace: r.Workspace, Slug: r.Slug}
+			}
+			return out, err
+		},
+		Project: func(ctx context.Context, q store.Querier, id string) (edgesync.ProjectRef, bool, error) {
+			r, ok, err := projects.RefOf(ctx, q, id)
+			return edgesync.ProjectRef{Workspace: r.Workspace, Slug: r.Slug}, ok, err
+		},
+		ServingKind: deploys.ServingKind,
+		Served:      deploys.Served,
+		Workspaces:  accounts.WorkspaceIDs,
+		Shield:      shield.AllSettings,
+		Passwords:   shield.AllPasswords,
+		CDN:         cdn.All,
+	}
+}
+
+// hostingSettings gives deploys the CDN and Shield settings in force.
+type hostingSettings struct{ cp *ControlPlane }
+
+func (s hostingSettings) CDN(ctx context.Context, workspace string) (cdn.Settings, error) {
+	return s.cp.cdn.Get(ctx, workspace)
+}
+
+func (s hostingSettings) Shield(ctx context.Context, workspace string) (rules.Settings, error) {
+	return s.cp.shield.Current(ctx, workspace)
 }
 
 // Handler is the API's HTTP handler.
@@ -148,11 +281,46 @@ func (cp *ControlPlane) Handler() http.Handler { return cp.handler }
 // Routes returns the route table.
 func (cp *ControlPlane) Routes() []api.Route { return cp.routes }
 
-// Close releases what the areas hold, then the database.
+// Metrics returns the control plane's metrics.
+func (cp *ControlPlane) Metrics() *Metrics { return cp.metrics }
+
+// KeyCalls returns the api_key_calls counter (Flush writes what it holds).
+func (cp *ControlPlane) KeyCalls() *metering.KeyCalls { return cp.keyCalls }
+
+// EdgeSync returns the edge configuration service: `platform serve` takes
+// its in-process edge's token from EdgeSync().EnsureLocalToken.
+func (cp *ControlPlane) EdgeSync() *edgesync.Service { return cp.edgeSync }
+
+// Deploys returns the deploys service.
+func (cp *ControlPlane) Deploys() *deploys.Service { return cp.deploys }
+
+// Blobs returns the content-addressed blob store under DATA/blobs, which an
+// in-process edge may read deployed files from directly.
+func (cp *ControlPlane) Blobs() *blobs.Store { return cp.blobs }
+
+// Databases returns the databases service (operators adjust its limits
+// through it; tests reach it the same way).
+func (cp *ControlPlane) Databases() *databases.Service { return cp.databases }
+
+// Repos returns the repos service.
+func (cp *ControlPlane) Repos() *repos.Service { return cp.repos }
+
+// CDN returns the CDN settings service.
+func (cp *ControlPlane) CDN() *cdn.Service { return cp.cdn }
+
+// Shield returns the Shield service.
+func (cp *ControlPlane) Shield() *shield.Service { return cp.shield }
+
+// Security returns the security overview service.
+func (cp *ControlPlane) Security() *security.Service { return cp.security }
+
+// Close flushes counted calls and releases what the areas hold, in reverse
+// order of construction, the database last. It may be called once.
 func (cp *ControlPlane) Close() error {
+	var errs []error
 	for i := len(cp.closers) - 1; i >= 0; i-- {
-		cp.closers[i]()
+		errs = append(errs, cp.closers[i]())
 	}
 	cp.closers = nil
-	return cp.DB.Close()
+	return errors.Join(errs...)
 }

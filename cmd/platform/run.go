@@ -47,8 +47,11 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 	}
 	_, httpsPort, _ := net.SplitHostPort(o.httpsAddr)
 	port, _ := strconv.Atoi(httpsPort)
+	// The admin listener's registry carries the control plane's metrics
+	// (platform_api_*, platform_store_*) next to the process and edge ones.
+	reg := newRegistry()
 	cp, err := controlplane.New(ctx, controlplane.Config{
-		DataDir: o.data, AppsDomain: o.appsDomain, AppsPort: port, Logger: log,
+		DataDir: o.data, AppsDomain: o.appsDomain, AppsPort: port, Logger: log, Registerer: reg,
 		Bootstrap: accounts.BootstrapConfig{WorkspaceName: "My workspace", OwnerEmail: o.ownerEmail, Plan: plan, Key: o.bootstrapKey},
 	})
 	if err != nil {
@@ -58,7 +61,6 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 	}
 	defer cp.Close()
 
-	reg := newRegistry()
 	ready := func() bool { return true }
 	var ed *edge.Edge
 	if cmd == "serve" {
@@ -131,11 +133,7 @@ func serveUntil(ctx context.Context, ed *edge.Edge, errc <-chan error, servers .
 // (the previous start's is revoked), the control plane's blob directory
 // read directly, and the edge's listeners bound.
 func serveEdge(ctx context.Context, cp *controlplane.ControlPlane, o options, log *slog.Logger, apiURL string) (*edge.Edge, error) {
-	sync := cp.EdgeSync()
-	if sync == nil {
-		return nil, fmt.Errorf("edge: the control plane has no edge sync service")
-	}
-	token, err := sync.EnsureLocalToken(ctx)
+	token, err := cp.EdgeSync().EnsureLocalToken(ctx)
 	if err != nil {
 		return nil, err
 	}

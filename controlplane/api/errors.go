@@ -105,6 +105,14 @@ func (e *Error) With(key string, value any) *Error {
 	return &c
 }
 
+// Wrap returns a copy of e whose cause is err, so callers match a sentinel
+// with errors.Is while the client sees e's code and message.
+func (e *Error) Wrap(err error) *Error {
+	c := *e
+	c.Err = err
+	return &c
+}
+
 // E builds an *Error of kind k with a code (empty for the kind's default)
 // and a formatted message.
 func E(k Kind, code, format string, args ...any) *Error {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/svcplatform/platform/controlplane/auth"
 )
@@ -98,15 +99,84 @@ type Route struct {
 	Handler           HandlerFunc
 }
 
+// Observer is told of every answered request: the route's pattern (never
+// the raw path, so labels stay bounded), the status and the time taken.
+type Observer interface {
+	ObserveRequest(route string, status int, d time.Duration)
+}
+
+// CallRecorder is told of every request an API key made (metering's
+// api_key_calls); it must be cheap: it runs on every request.
+type CallRecorder interface {
+	KeyCall(p *auth.Principal)
+}
+
+// MountOptions are what Mount builds the API on.
+type MountOptions struct {
+	// Authn turns credentials into a principal (required).
+	Authn Authenticator
+	// Log receives 5xx details.
+	Log *slog.Logger
+	// Observer, when set, sees every request.
+	Observer Observer
+	// Calls, when set, counts every authenticated API-key request.
+	Calls CallRecorder
+}
+
+// NoRoute is the route label of requests no route matched.
+const NoRoute = "no_route"
+
 // Mount registers routes on mux behind authentication and the permission
 // table, and gives unknown /api paths the JSON 404.
-func Mount(mux *http.ServeMux, routes []Route, authn Authenticator, log *slog.Logger) {
+func Mount(mux *http.ServeMux, routes []Route, o MountOptions) {
 	for _, rt := range routes {
-		mux.Handle(rt.Method+" "+rt.Path, serve(rt, authn, log))
+		pattern := rt.Method + " " + rt.Path
+		mux.Handle(pattern, observe(pattern, o.Observer, serve(rt, o)))
 	}
-	mux.Handle("/api/", HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+	mux.Handle("/api/", observe(NoRoute, o.Observer, HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		return E(KindNotFound, "no_route", "no endpoint %s %s", r.Method, r.URL.Path)
-	}).with(log))
+	}).with(o.Log)))
+}
+
+// statusWriter remembers the status written.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func observe(route string, o Observer, h http.Handler) http.Handler {
+	if o == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			status := sw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			o.ObserveRequest(route, status, time.Since(start))
+		}()
+		h.ServeHTTP(sw, r)
+	})
 }
 
 func (h HandlerFunc) with(log *slog.Logger) http.Handler {
@@ -121,7 +191,7 @@ func writeErr(w http.ResponseWriter, r *http.Request, log *slog.Logger, err erro
 	WriteError(w, r, log, AsError(err))
 }
 
-func serve(rt Route, authn Authenticator, log *slog.Logger) http.Handler {
+func serve(rt Route, o MountOptions) http.Handler {
 	limit := rt.MaxBody
 	if limit == 0 {
 		limit = DefaultMaxBody
@@ -129,7 +199,7 @@ func serve(rt Route, authn Authenticator, log *slog.Logger) http.Handler {
 	return HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if !rt.Public {
-			p, err := authn.Authenticate(r)
+			p, err := o.Authn.Authenticate(r)
 			if err != nil {
 				return err
 			}
@@ -148,10 +218,13 @@ func serve(rt Route, authn Authenticator, log *slog.Logger) http.Handler {
 			if err := auth.Authorize(p, rt.Op, project); err != nil {
 				return err
 			}
+			if o.Calls != nil && p.KeyID != "" {
+				o.Calls.KeyCall(p)
+			}
 			r = r.WithContext(WithPrincipal(r.Context(), p))
 		}
 		return rt.Handler(w, r)
-	}).with(log)
+	}).with(o.Log)
 }
 
 // Page reads limit (1..max, default def) and the opaque before/cursor

@@ -211,5 +211,33 @@ func (l *Log) CountSince(ctx context.Context, workspace string, t time.Time) (in
 	return n, nil
 }
 
+// PerHour counts the workspace's rows in each of n UTC hours starting at
+// first (truncated to the hour), oldest first.
+func (l *Log) PerHour(ctx context.Context, workspace string, first time.Time, n int) ([]int, error) {
+	first = first.UTC().Truncate(time.Hour)
+	out := make([]int, n)
+	rows, err := l.db.QueryContext(ctx, `SELECT substr(at, 1, 13), count(*) FROM audit_log WHERE workspace_id = ? AND at >= ? AND at < ? GROUP BY 1`,
+		workspace, store.FormatTime(first), store.FormatTime(first.Add(time.Duration(n)*time.Hour)))
+	if err != nil {
+		return nil, fmt.Errorf("audit: per hour: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var hour string
+		var c int
+		if err := rows.Scan(&hour, &c); err != nil {
+			return nil, fmt.Errorf("audit: per hour: %w", err)
+		}
+		t, err := time.Parse("2006-01-02T15", hour)
+		if err != nil {
+			continue
+		}
+		if i := int(t.Sub(first) / time.Hour); i >= 0 && i < n {
+			out[i] = c
+		}
+	}
+	return out, rows.Err()
+}
+
 // Private reports whether category is hidden from non-admins in the feed.
 func Private(category string) bool { return private[category] }

@@ -38,6 +38,10 @@ type Rule struct {
 	// SessionOnly marks account operations on the caller's own sign-in
 	// (password, two-factor) that keys cannot perform.
 	SessionOnly bool
+	// FullKey also allows any full-access key not limited to a project,
+	// whatever its member's role (the spec: deleting a project needs an
+	// admin or a full workspace key).
+	FullKey bool
 }
 
 // The operations of the API. Each handler names exactly one.
@@ -102,7 +106,7 @@ var table = map[Op]Rule{
 	OpProjectCreate: {MinRole: Developer, Write: true, Scope: ScopeWorkspace},
 	OpProjectRead:   {MinRole: Viewer, Scope: ScopeProject},
 	OpProjectUpdate: {MinRole: Developer, Write: true, Scope: ScopeProject},
-	OpProjectDelete: {MinRole: Admin, Write: true, Scope: ScopeWorkspace},
+	OpProjectDelete: {MinRole: Admin, Write: true, Scope: ScopeWorkspace, FullKey: true},
 	OpEnvRead:       {MinRole: Developer, FullAccess: true, Scope: ScopeProject},
 	OpEnvWrite:      {MinRole: Developer, Write: true, Scope: ScopeProject},
 
@@ -220,6 +224,9 @@ func Authorize(p *Principal, op Op, projectID string) error {
 				return deny("project_key_mismatch", "this key is limited to another project")
 			}
 		}
+	}
+	if rule.FullKey && p.KeyID != "" && !p.Session && !p.ReadOnly && p.ProjectID == "" {
+		return nil
 	}
 	if p.Role < rule.MinRole {
 		return deny("insufficient_role", "your role (%s) cannot do this; it needs %s or above", p.Role, rule.MinRole)

@@ -15,48 +15,49 @@ var expect = map[Op]struct {
 	project  string // own, none, listing
 	owner    bool
 	session  bool
+	fullKey  bool // any full workspace key may, whatever its role
 }{
-	OpWorkspaceRead:  {Viewer, true, "listing", false, false},
-	OpProjectList:    {Viewer, true, "listing", false, false},
-	OpProjectCreate:  {Developer, false, "none", false, false},
-	OpProjectRead:    {Viewer, true, "own", false, false},
-	OpProjectUpdate:  {Developer, false, "own", false, false},
-	OpProjectDelete:  {Admin, false, "none", false, false}, // admin or a full workspace key
-	OpEnvRead:        {Developer, false, "own", false, false},
-	OpEnvWrite:       {Developer, false, "own", false, false},
-	OpKeyList:        {Viewer, true, "none", false, false},
-	OpKeyCreate:      {Viewer, false, "none", false, false},
-	OpKeyRevoke:      {Viewer, false, "none", false, false},
-	OpMemberList:     {Viewer, true, "none", false, false},
-	OpMemberManage:   {Admin, false, "none", false, false},
-	OpAccount:        {Viewer, false, "none", false, true},
-	OpAuditRead:      {Admin, true, "none", false, false},
-	OpActivityRead:   {Viewer, true, "none", false, false},
-	OpUsageRead:      {Viewer, true, "none", false, false},
-	OpSecurityRead:   {Viewer, true, "none", false, false},
-	OpShieldRead:     {Viewer, true, "none", false, false},
-	OpShieldWrite:    {Admin, false, "none", false, false},
-	OpCDNRead:        {Viewer, true, "none", false, false},
-	OpCDNWrite:       {Admin, false, "none", false, false},
-	OpRepoRead:       {Viewer, true, "none", false, false},
-	OpRepoWrite:      {Developer, false, "none", false, false},
-	OpRepoDeploy:     {Developer, false, "none", false, false},
-	OpDatabaseRead:   {Viewer, true, "own", false, false},
-	OpDatabaseWrite:  {Developer, false, "own", false, false},
-	OpDatabaseQuery:  {Developer, false, "own", false, false}, // full access even for SELECT
-	OpVectorRead:     {Viewer, true, "own", false, false},     // read-only keys can query vectors
-	OpVectorWrite:    {Developer, false, "own", false, false},
-	OpMediaRead:      {Viewer, true, "own", false, false},
-	OpMediaSecrets:   {Developer, false, "own", false, false}, // secrets: like env values
-	OpMediaWrite:     {Developer, false, "own", false, false},
-	OpPaymentsRead:   {Viewer, true, "own", false, false}, // read-only keys look up and list payments
-	OpPaymentsWrite:  {Developer, false, "own", false, false},
-	OpPaymentsPayout: {Owner, false, "none", true, false},
-	OpAIRead:         {Viewer, true, "none", false, false},
-	OpAIUse:          {Developer, false, "none", false, false},
-	OpAgentRead:      {Viewer, true, "own", false, false},
-	OpAgentWrite:     {Developer, false, "own", false, false},
-	OpAgentRun:       {Developer, false, "own", false, false},
+	OpWorkspaceRead:  {Viewer, true, "listing", false, false, false},
+	OpProjectList:    {Viewer, true, "listing", false, false, false},
+	OpProjectCreate:  {Developer, false, "none", false, false, false},
+	OpProjectRead:    {Viewer, true, "own", false, false, false},
+	OpProjectUpdate:  {Developer, false, "own", false, false, false},
+	OpProjectDelete:  {Admin, false, "none", false, false, true}, // admin or a full workspace key
+	OpEnvRead:        {Developer, false, "own", false, false, false},
+	OpEnvWrite:       {Developer, false, "own", false, false, false},
+	OpKeyList:        {Viewer, true, "none", false, false, false},
+	OpKeyCreate:      {Viewer, false, "none", false, false, false},
+	OpKeyRevoke:      {Viewer, false, "none", false, false, false},
+	OpMemberList:     {Viewer, true, "none", false, false, false},
+	OpMemberManage:   {Admin, false, "none", false, false, false},
+	OpAccount:        {Viewer, false, "none", false, true, false},
+	OpAuditRead:      {Admin, true, "none", false, false, false},
+	OpActivityRead:   {Viewer, true, "none", false, false, false},
+	OpUsageRead:      {Viewer, true, "none", false, false, false},
+	OpSecurityRead:   {Viewer, true, "none", false, false, false},
+	OpShieldRead:     {Viewer, true, "none", false, false, false},
+	OpShieldWrite:    {Admin, false, "none", false, false, false},
+	OpCDNRead:        {Viewer, true, "none", false, false, false},
+	OpCDNWrite:       {Admin, false, "none", false, false, false},
+	OpRepoRead:       {Viewer, true, "none", false, false, false},
+	OpRepoWrite:      {Developer, false, "none", false, false, false},
+	OpRepoDeploy:     {Developer, false, "none", false, false, false},
+	OpDatabaseRead:   {Viewer, true, "own", false, false, false},
+	OpDatabaseWrite:  {Developer, false, "own", false, false, false},
+	OpDatabaseQuery:  {Developer, false, "own", false, false, false}, // full access even for SELECT
+	OpVectorRead:     {Viewer, true, "own", false, false, false},     // read-only keys can query vectors
+	OpVectorWrite:    {Developer, false, "own", false, false, false},
+	OpMediaRead:      {Viewer, true, "own", false, false, false},
+	OpMediaSecrets:   {Developer, false, "own", false, false, false}, // secrets: like env values
+	OpMediaWrite:     {Developer, false, "own", false, false, false},
+	OpPaymentsRead:   {Viewer, true, "own", false, false, false}, // read-only keys look up and list payments
+	OpPaymentsWrite:  {Developer, false, "own", false, false, false},
+	OpPaymentsPayout: {Owner, false, "none", true, false, false},
+	OpAIRead:         {Viewer, true, "none", false, false, false},
+	OpAIUse:          {Developer, false, "none", false, false, false},
+	OpAgentRead:      {Viewer, true, "own", false, false, false},
+	OpAgentWrite:     {Developer, false, "own", false, false, false},
+	OpAgentRun:       {Developer, false, "own", false, false, false},
 }
 
 type caller struct {
@@ -128,6 +129,9 @@ func TestPermissionMatrix(t *testing.T) {
 								}
 							}
 						}
+					}
+					if want.fullKey && c.kind == "full" {
+						should = true
 					}
 					if allowed != should {
 						t.Fatalf("Authorize = %v, want allowed=%v", err, should)

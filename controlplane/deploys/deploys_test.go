@@ -39,7 +39,9 @@ func (s *site) push(t *testing.T, files map[string]string) int {
 		list = append(list, map[string]any{"path": p, "content": c})
 	}
 	var out struct {
-		Commit struct{ Number int } `json:"commit"`
+		Commit struct {
+			Number int `json:"commit"`
+		} `json:"commit"`
 	}
 	s.env.Owner.Must(201, "POST", "/api/repos/"+s.repo+"/commits", map[string]any{"message": "m", "files": list}).JSON(t, &out)
 	return out.Commit.Number

@@ -258,3 +258,64 @@ func TestInterruptedDeployFailsOnStart(t *testing.T) {
 		t.Fatalf("after restart: %+v\n%s", got.Deployment, got.logText())
 	}
 }
+
+// deployAction rebuilds the project's own repository: the workspace repo
+// its repoUrl names, else the repo its serving deployment came from; never
+// merely the repo deployed to it last.
+func TestDeployActionUsesTheProjectsOwnRepo(t *testing.T) {
+	env := cptest.New(t)
+	a := newSite(t, env, "Own")
+	a.push(t, map[string]string{"index.html": "a1"})
+	a.push(t, map[string]string{"index.html": "a2"})
+	a.deploy(t, 1)
+	b := &site{env: env, project: a.project}
+	var out struct{ Repo struct{ ID string } }
+	env.Owner.Must(201, "POST", "/api/repos", map[string]any{"name": "other"}).JSON(t, &out)
+	b.repo = out.Repo.ID
+	b.push(t, map[string]string{"index.html": "b1"})
+
+	action := func() projects.DeployAction {
+		var p projects.Detail
+		env.Owner.Must(200, "GET", "/api/projects/"+a.project, nil).JSON(t, &p)
+		return p.DeployAction
+	}
+	redeployRepo := func() string {
+		var d struct {
+			Deployment struct {
+				RepoID string `json:"repoId"`
+				Commit int    `json:"commit"`
+			}
+		}
+		env.Owner.Must(202, "POST", "/api/projects/"+a.project+"/deploy", nil).JSON(t, &d)
+		env.CP.Deploys().Wait()
+		return d.Deployment.RepoID
+	}
+	for _, tt := range []struct {
+		name     string
+		setup    func()
+		wantRepo string
+		commit   int
+	}{
+		{"serving repo without a link", func() {}, a.repo, 2},
+		{"another repo deployed last serves", func() { b.deploy(t, 1) }, b.repo, 1},
+		{"repoUrl names the project's repo", func() {
+			env.Owner.Must(200, "PATCH", "/api/projects/"+a.project, map[string]any{"repoUrl": "https://platform.example/api/repos/" + a.repo, "repoBranch": "main"})
+		}, a.repo, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.setup()
+			if got := action(); got.Kind != "rebuild" || got.RepoID != tt.wantRepo || got.Commit != tt.commit {
+				t.Fatalf("deployAction %+v, want rebuild of %s commit %d", got, tt.wantRepo, tt.commit)
+			}
+			if got := redeployRepo(); got != tt.wantRepo {
+				t.Fatalf("redeploy built repo %s, want %s", got, tt.wantRepo)
+			}
+		})
+	}
+	if id := deploys.LinkedRepoID("https://x.example/api/repos/rep_1"); id != "rep_1" {
+		t.Fatalf("LinkedRepoID = %q", id)
+	}
+	if id := deploys.LinkedRepoID("https://github.com/acme/site"); id != "" {
+		t.Fatalf("an outside repository named a repo: %q", id)
+	}
+}

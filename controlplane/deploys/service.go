@@ -41,11 +41,15 @@ import (
 	"github.com/svcplatform/platform/rules"
 )
 
-// Projects is what deploys need of the projects area.
+// Projects is what deploys need of the projects area (projects.Service);
+// deploys never reads the projects table.
 type Projects interface {
-	Writable(ctx context.Context, workspace, id string) (projects.Project, error)
 	Get(ctx context.Context, workspace, id string) (projects.Project, error)
+	// RequireActive refuses changes to a project in teardown_failed.
+	RequireActive(ctx context.Context, projectID string) error
 	DeployEnv(ctx context.Context, projectID string) (map[string]string, error)
+	Slug(ctx context.Context, projectID string) (string, error)
+	Slugs(ctx context.Context, workspace string) (map[string]string, error)
 }
 
 // Repos is what deploys need of the repos area.
@@ -175,7 +179,7 @@ func (s *Service) Deploy(ctx context.Context, pr *auth.Principal, repoID string,
 	if req.Commit < 0 {
 		return Deployment{}, api.Invalid("commit must be a commit number (1, 2, 3 ...), or omitted for the latest")
 	}
-	p, err := s.cfg.Projects.Writable(ctx, pr.WorkspaceID, req.ProjectID)
+	p, err := s.writable(ctx, pr.WorkspaceID, req.ProjectID)
 	if err != nil {
 		return Deployment{}, err
 	}
@@ -537,4 +541,14 @@ func (s *Service) Env(ctx context.Context, deploymentID string) (map[string]stri
 		return nil, fmt.Errorf("deploys: env: %w", err)
 	}
 	return env, json.Unmarshal(raw, &env)
+}
+
+// writable returns a project of the workspace that accepts changes: 404 for
+// another workspace's, 409 project_teardown_failed in teardown_failed.
+func (s *Service) writable(ctx context.Context, workspace, id string) (projects.Project, error) {
+	p, err := s.cfg.Projects.Get(ctx, workspace, id)
+	if err != nil {
+		return p, err
+	}
+	return p, s.cfg.Projects.RequireActive(ctx, id)
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/api"
@@ -141,27 +144,50 @@ func (s *Service) Serving(ctx context.Context, p projects.Project) (projects.Ser
 }
 
 // DeployAction implements projects.Deployments: rebuild the latest commit
-// of the repo the project was last deployed from, or, when that repo is
-// gone, redeploy the serving deployment's kept files.
+// of the project's own repository, or, without one, redeploy the serving
+// deployment's kept files.
+//
+// The project's own repository is the workspace repo its repoUrl names
+// (an address ending in /repos/<id>), else the repo its serving deployment
+// was built from; never a repo another deploy to it merely tried last.
+// Repos hold one line of numbered commits, so repoBranch names no other
+// line: the latest commit is the branch's head.
 func (s *Service) DeployAction(ctx context.Context, p projects.Project) (projects.DeployAction, error) {
 	a, _, err := s.action(ctx, p)
 	return a, err
 }
 
-func (s *Service) action(ctx context.Context, p projects.Project) (projects.DeployAction, *Deployment, error) {
-	ds, err := queryDeployments(ctx, s.cfg.DB, 1, `d.project_id = ? AND d.repo_id <> ''`, p.ID)
+// LinkedRepoID returns the repo id a project's repoUrl names (an address
+// whose path ends in /repos/<id>), or "".
+func LinkedRepoID(repoURL string) string {
+	u, err := url.Parse(repoURL)
 	if err != nil {
-		return projects.DeployAction{}, nil, err
+		return ""
 	}
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if n := len(parts); n >= 2 && parts[n-2] == "repos" && parts[n-1] != "" {
+		return parts[n-1]
+	}
+	return ""
+}
+
+func (s *Service) action(ctx context.Context, p projects.Project) (projects.DeployAction, *Deployment, error) {
 	serving, err := servingOf(ctx, s.cfg.DB, p.ID)
 	if err != nil {
 		return projects.DeployAction{}, nil, err
 	}
-	if len(ds) > 0 {
-		r, err := s.cfg.Repos.Get(ctx, p.WorkspaceID, ds[0].RepoID)
+	repoID := LinkedRepoID(p.RepoURL)
+	if repoID == "" && serving != nil {
+		repoID = serving.RepoID
+	}
+	if repoID != "" {
+		r, err := s.cfg.Repos.Get(ctx, p.WorkspaceID, repoID)
 		if err == nil && r.Commits > 0 {
-			return projects.DeployAction{Kind: "rebuild", RepoID: r.ID, Commit: r.Commits,
-				Description: fmt.Sprintf("rebuild commit %d, the latest of repo %s", r.Commits, r.Name)}, serving, nil
+			desc := fmt.Sprintf("rebuild commit %d, the latest of repo %s", r.Commits, r.Name)
+			if p.RepoBranch != "" {
+				desc += fmt.Sprintf(" (branch %s)", p.RepoBranch)
+			}
+			return projects.DeployAction{Kind: "rebuild", RepoID: r.ID, Commit: r.Commits, Description: desc}, serving, nil
 		}
 	}
 	if serving != nil {
@@ -175,7 +201,7 @@ func (s *Service) action(ctx context.Context, p projects.Project) (projects.Depl
 // commit of its repo, or redeploy the serving deployment's kept files (so
 // new variables and CDN settings take effect).
 func (s *Service) Redeploy(ctx context.Context, pr *auth.Principal, projectID string) (Deployment, error) {
-	p, err := s.cfg.Projects.Writable(ctx, pr.WorkspaceID, projectID)
+	p, err := s.writable(ctx, pr.WorkspaceID, projectID)
 	if err != nil {
 		return Deployment{}, err
 	}
@@ -216,8 +242,8 @@ func (s *Service) FunctionsBehind(ctx context.Context, projectID string) ([]stri
 	if envDigest(env) == d.envDigest {
 		return []string{}, nil
 	}
-	var slug string
-	if err := s.cfg.DB.QueryRowContext(ctx, `SELECT slug FROM projects WHERE id = ?`, projectID).Scan(&slug); err != nil {
+	slug, err := s.cfg.Projects.Slug(ctx, projectID)
+	if err != nil {
 		return nil, fmt.Errorf("deploys: functions behind: %w", err)
 	}
 	return []string{slug}, nil
@@ -226,9 +252,12 @@ func (s *Service) FunctionsBehind(ctx context.Context, projectID string) ([]stri
 // Live implements shield.Sites: the workspace's projects with a serving
 // deployment.
 func (s *Service) Live(ctx context.Context, workspace string) ([]shield.LiveSite, error) {
-	rows, err := s.cfg.DB.QueryContext(ctx, `SELECT p.id, p.slug, d.kind, d.shield FROM project_serving sv
-		JOIN projects p ON p.id = sv.project_id JOIN deployments d ON d.id = sv.deployment_id
-		WHERE p.workspace_id = ? ORDER BY p.slug`, workspace)
+	slugs, err := s.cfg.Projects.Slugs(ctx, workspace)
+	if err != nil {
+		return nil, fmt.Errorf("deploys: live: %w", err)
+	}
+	rows, err := s.cfg.DB.QueryContext(ctx, `SELECT d.project_id, d.kind, d.shield FROM project_serving sv
+		JOIN deployments d ON d.id = sv.deployment_id WHERE d.workspace_id = ?`, workspace)
 	if err != nil {
 		return nil, fmt.Errorf("deploys: live: %w", err)
 	}
@@ -237,9 +266,14 @@ func (s *Service) Live(ctx context.Context, workspace string) ([]shield.LiveSite
 	for rows.Next() {
 		var l shield.LiveSite
 		var sh string
-		if err := rows.Scan(&l.ProjectID, &l.Slug, &l.Kind, &sh); err != nil {
+		if err := rows.Scan(&l.ProjectID, &l.Kind, &sh); err != nil {
 			return nil, fmt.Errorf("deploys: live: %w", err)
 		}
+		slug, ok := slugs[l.ProjectID]
+		if !ok {
+			continue
+		}
+		l.Slug = slug
 		if sh != "" {
 			var st rules.Settings
 			if json.Unmarshal([]byte(sh), &st) == nil {
@@ -248,15 +282,48 @@ func (s *Service) Live(ctx context.Context, workspace string) ([]shield.LiveSite
 		}
 		out = append(out, l)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("deploys: live: %w", err)
+	}
+	slices.SortFunc(out, func(a, b shield.LiveSite) int { return strings.Compare(a.Slug, b.Slug) })
+	return out, nil
+}
+
+// ServingKind returns the kind of a project's serving deployment, "" when
+// nothing serves (edgesync.Sources.ServingKind).
+func ServingKind(ctx context.Context, q store.Querier, projectID string) (string, error) {
+	var kind string
+	err := q.QueryRowContext(ctx, `SELECT d.kind FROM project_serving sv JOIN deployments d ON d.id = sv.deployment_id
+		WHERE sv.project_id = ?`, projectID).Scan(&kind)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("deploys: serving kind: %w", err)
+	}
+	return kind, nil
+}
+
+// Served reports whether a deployment serves the blob named sum
+// (edgesync.Sources.Served): edges may fetch only those.
+func Served(ctx context.Context, q store.Querier, sum string) (bool, error) {
+	var one int
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM deployment_files WHERE sha256 = ? LIMIT 1`, sum).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("deploys: served: %w", err)
+	}
+	return true, nil
 }
 
 // EdgeSites returns every serving deployment with its file manifest, for
-// the edge snapshot (edgesync.Sources.Sites).
+// the edge snapshot (edgesync.Sources.Sites); the snapshot fills the slug.
 func EdgeSites(ctx context.Context, q store.Querier) ([]snapshot.Site, error) {
-	rows, err := q.QueryContext(ctx, `SELECT p.id, p.slug, p.workspace_id, d.id, d.kind, d.origin, d.commit_number, d.created_at,
+	rows, err := q.QueryContext(ctx, `SELECT sv.project_id, d.workspace_id, d.id, d.kind, d.origin, d.commit_number, d.created_at,
 		d.cdn_enabled, d.cdn_ttl, d.shield FROM project_serving sv
-		JOIN projects p ON p.id = sv.project_id JOIN deployments d ON d.id = sv.deployment_id ORDER BY p.slug`)
+		JOIN deployments d ON d.id = sv.deployment_id ORDER BY sv.project_id`)
 	if err != nil {
 		return nil, fmt.Errorf("deploys: edge sites: %w", err)
 	}
@@ -266,7 +333,7 @@ func EdgeSites(ctx context.Context, q store.Querier) ([]snapshot.Site, error) {
 		var st snapshot.Site
 		var created, sh string
 		dp := &st.Deployment
-		if err := rows.Scan(&st.ProjectID, &st.Slug, &st.WorkspaceID, &dp.ID, &dp.Kind, &dp.Origin, &dp.Commit, &created,
+		if err := rows.Scan(&st.ProjectID, &st.WorkspaceID, &dp.ID, &dp.Kind, &dp.Origin, &dp.Commit, &created,
 			&dp.CDN.Enabled, &dp.CDN.CacheTTLSeconds, &sh); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("deploys: edge sites: %w", err)

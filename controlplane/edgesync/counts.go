@@ -3,7 +3,6 @@ package edgesync
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -78,16 +77,19 @@ func (s *Service) Ingest(ctx context.Context, tokenID string, b snapshot.CountBa
 		for _, c := range b.Counts {
 			t, seen := targets[c.ID]
 			if !seen {
-				var tg target
-				err := tx.QueryRowContext(ctx, `SELECT p.workspace_id, coalesce(d.kind, 'static') FROM projects p
-					LEFT JOIN project_serving s ON s.project_id = p.id LEFT JOIN deployments d ON d.id = s.deployment_id
-					WHERE p.id = ?`, c.ID).Scan(&tg.workspace, &tg.kind)
-				switch {
-				case errors.Is(err, sql.ErrNoRows):
-				case err != nil:
+				ref, ok, err := s.src.Project(ctx, tx, c.ID)
+				if err != nil {
 					return err
-				default:
-					t = &tg
+				}
+				if ok {
+					kind, err := s.src.ServingKind(ctx, tx, c.ID)
+					if err != nil {
+						return err
+					}
+					if kind == "" {
+						kind = snapshot.KindStatic
+					}
+					t = &target{workspace: ref.Workspace, kind: kind}
 				}
 				targets[c.ID] = t
 			}

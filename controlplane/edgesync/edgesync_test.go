@@ -85,7 +85,9 @@ func TestLongPoll(t *testing.T) {
 		_, s2, _ := e.config(s.Version, 30)
 		done <- s2
 	}()
-	time.Sleep(100 * time.Millisecond)
+	// The change is made once the poll is waiting (the service's own
+	// signal), so the test proves the wake-up, not a timeout.
+	<-env.CP.EdgeSync().Waiting()
 	env.Owner.Must(200, "PUT", "/api/services/shield", map[string]any{"blockAiCrawlers": true})
 	select {
 	case s2 := <-done:
@@ -116,13 +118,13 @@ func TestLongPoll(t *testing.T) {
 func TestEdgeAuth(t *testing.T) {
 	env := cptest.New(t)
 	e := newEdge(t, env)
-	remote, tok, err := edgesync.MintToken(context.Background(), env.CP.DB, "edge-1", time.Now())
+	remote, tok, err := edgesync.MintToken(context.Background(), env.CP.DB, "edge-1", env.Clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A running control plane re-reads its tokens on a miss at most once a
-	// second.
-	time.Sleep(1100 * time.Millisecond)
+	// second (of its clock).
+	env.Clock.Advance(1100 * time.Millisecond)
 	tests := []struct {
 		name   string
 		token  string

@@ -108,9 +108,11 @@ func (h Handlers) Blob(w http.ResponseWriter, r *http.Request) error {
 	if !blobs.ValidSum(sum) {
 		return api.Invalid("a blob is named by 64 lower-case hex digits")
 	}
-	var one int
-	err := h.S.db.QueryRowContext(r.Context(), `SELECT 1 FROM deployment_files WHERE sha256 = ? LIMIT 1`, sum).Scan(&one)
+	served, err := h.S.Served(r.Context(), sum)
 	if err != nil {
+		return err
+	}
+	if !served {
 		return api.NotFound("blob")
 	}
 	f, err := h.S.blobs.Open(sum)

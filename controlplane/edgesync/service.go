@@ -43,13 +43,29 @@ const (
 	MaxWait = 60 * time.Second
 )
 
-// Sources load what a snapshot holds; the areas that own the data provide
-// them. Each reads through q, outside any transaction: a snapshot is
-// consistent because the version is read before and after building it.
+// Sources load what a snapshot holds and what count ingestion needs; the
+// areas that own the data provide them, so this package reads no other
+// area's tables. Each reads through q: a snapshot is read outside any
+// transaction and is consistent because the version is read before and
+// after building it; counts are ingested inside the batch's transaction.
 type Sources struct {
-	// Sites returns every project with a serving deployment; Host is filled
-	// by the service.
+	// Sites returns every project with a serving deployment (the deploys
+	// area): ProjectID, WorkspaceID and Deployment. Slug and Host are filled
+	// by the service from Projects.
 	Sites func(ctx context.Context, q store.Querier) ([]snapshot.Site, error)
+	// Projects returns every project's workspace and slug by id (the
+	// projects area).
+	Projects func(ctx context.Context, q store.Querier) (map[string]ProjectRef, error)
+	// Project returns one project's workspace and slug; ok is false when it
+	// does not exist.
+	Project func(ctx context.Context, q store.Querier, id string) (ref ProjectRef, ok bool, err error)
+	// ServingKind returns the kind of a project's serving deployment ("" when
+	// nothing serves).
+	ServingKind func(ctx context.Context, q store.Querier, projectID string) (string, error)
+	// Served reports whether a deployment serves the blob with this SHA-256.
+	Served func(ctx context.Context, q store.Querier, sha256 string) (bool, error)
+	// Workspaces returns the id of every workspace (the accounts area).
+	Workspaces func(ctx context.Context, q store.Querier) ([]string, error)
 	// Shield returns the saved Shield settings of every workspace that
 	// saved some (others have rules.DefaultSettings).
 	Shield func(ctx context.Context, q store.Querier) (map[string]rules.Settings, error)
@@ -58,6 +74,26 @@ type Sources struct {
 	// CDN returns the saved CDN setting of every workspace that saved one
 	// (others have DefaultCDN).
 	CDN func(ctx context.Context, q store.Querier) (map[string]snapshot.CDN, error)
+}
+
+// ProjectRef is what snapshots and counts need of a project.
+type ProjectRef struct {
+	Workspace string
+	Slug      string
+}
+
+// validate reports the first source that is missing.
+func (src Sources) validate() error {
+	for name, missing := range map[string]bool{
+		"Sites": src.Sites == nil, "Projects": src.Projects == nil, "Project": src.Project == nil,
+		"ServingKind": src.ServingKind == nil, "Served": src.Served == nil, "Workspaces": src.Workspaces == nil,
+		"Shield": src.Shield == nil, "Passwords": src.Passwords == nil, "CDN": src.CDN == nil,
+	} {
+		if missing {
+			return fmt.Errorf("edgesync: source %s is missing", name)
+		}
+	}
+	return nil
 }
 
 // DefaultCDN is the CDN setting of a workspace that saved none.
@@ -73,9 +109,11 @@ type Service struct {
 	sealer     *seal.Sealer
 	src        Sources
 
-	version atomic.Int64
-	mu      sync.Mutex
-	changed chan struct{} // closed and replaced on every bump
+	version     atomic.Int64
+	mu          sync.Mutex
+	changed     chan struct{}   // closed and replaced on every bump
+	waiters     int             // long-polls waiting now
+	waitSignals []chan struct{} // closed when a long-poll starts waiting
 
 	buildMu sync.Mutex
 	cache   atomic.Pointer[built]
@@ -93,8 +131,11 @@ type built struct {
 
 // New returns the service, loading the version and creating the session
 // signing key on first start.
-func New(ctx context.Context, db *store.DB, bs *blobs.Store, sealer *seal.Sealer, clk clock.Clock, log *slog.Logger, appsDomain string) (*Service, error) {
-	s := &Service{db: db, blobs: bs, clock: clk, log: log, appsDomain: strings.ToLower(appsDomain), sealer: sealer, changed: make(chan struct{})}
+func New(ctx context.Context, db *store.DB, bs *blobs.Store, sealer *seal.Sealer, clk clock.Clock, log *slog.Logger, appsDomain string, src Sources) (*Service, error) {
+	if err := src.validate(); err != nil {
+		return nil, err
+	}
+	s := &Service{db: db, blobs: bs, clock: clk, log: log, appsDomain: strings.ToLower(appsDomain), sealer: sealer, src: src, changed: make(chan struct{})}
 	var v int64
 	var sealed []byte
 	if err := db.QueryRowContext(ctx, `SELECT version, session_key FROM edge_config WHERE id = 1`).Scan(&v, &sealed); err != nil {
@@ -115,16 +156,13 @@ func New(ctx context.Context, db *store.DB, bs *blobs.Store, sealer *seal.Sealer
 		}
 		s.sessionKey = key
 	}
-	if err := s.tokens.load(ctx, db); err != nil {
+	if err := s.tokens.load(ctx, db, clk.Now()); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
 var sessionKeyAAD = []byte("edgesync session key")
-
-// SetSources installs what snapshots are built from.
-func (s *Service) SetSources(src Sources) { s.src = src }
 
 // Version returns the current snapshot version.
 func (s *Service) Version() int64 { return s.version.Load() }
@@ -187,19 +225,46 @@ func (s *Service) Await(ctx context.Context, after int64, wait time.Duration) (*
 	for {
 		s.mu.Lock()
 		ch := s.changed
-		s.mu.Unlock()
 		if s.version.Load() != after {
+			s.mu.Unlock()
 			b, err := s.current(ctx)
 			return b, err == nil, err
 		}
+		s.waiters++
+		for _, c := range s.waitSignals {
+			close(c)
+		}
+		s.waitSignals = nil
+		s.mu.Unlock()
+		var woken bool
 		select {
 		case <-ch:
+			woken = true
 		case <-timer.C:
-			return nil, false, nil
 		case <-ctx.Done():
+		}
+		s.mu.Lock()
+		s.waiters--
+		s.mu.Unlock()
+		if !woken {
 			return nil, false, nil
 		}
 	}
+}
+
+// Waiting returns a channel closed as soon as at least one long-poll is
+// waiting for a change (at once when one is): a signal for tests and
+// in-process callers that a change made after it wakes a poll.
+func (s *Service) Waiting() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := make(chan struct{})
+	if s.waiters > 0 {
+		close(c)
+		return c
+	}
+	s.waitSignals = append(s.waitSignals, c)
+	return c
 }
 
 // Snapshot returns the current snapshot.
@@ -270,49 +335,46 @@ func (s *Service) dbVersion(ctx context.Context) (int64, error) {
 func (s *Service) build(ctx context.Context, v int64) (snapshot.Snapshot, error) {
 	snap := snapshot.Snapshot{Version: v, GeneratedAt: s.clock.Now(), AppsDomain: s.appsDomain, SessionKey: s.sessionKey,
 		Sites: []snapshot.Site{}, Workspaces: []snapshot.Workspace{}}
-	var err error
-	if s.src.Sites != nil {
-		if snap.Sites, err = s.src.Sites(ctx, s.db); err != nil {
-			return snap, fmt.Errorf("edgesync: sites: %w", err)
-		}
+	refs, err := s.src.Projects(ctx, s.db)
+	if err != nil {
+		return snap, fmt.Errorf("edgesync: projects: %w", err)
 	}
-	var pw map[string]string
-	if s.src.Passwords != nil {
-		if pw, err = s.src.Passwords(ctx, s.db); err != nil {
-			return snap, fmt.Errorf("edgesync: passwords: %w", err)
-		}
+	sites, err := s.src.Sites(ctx, s.db)
+	if err != nil {
+		return snap, fmt.Errorf("edgesync: sites: %w", err)
 	}
-	for i := range snap.Sites {
-		st := &snap.Sites[i]
+	pw, err := s.src.Passwords(ctx, s.db)
+	if err != nil {
+		return snap, fmt.Errorf("edgesync: passwords: %w", err)
+	}
+	for _, st := range sites {
+		ref, ok := refs[st.ProjectID]
+		if !ok {
+			continue // deleted meanwhile: the version check rebuilds
+		}
+		st.Slug, st.WorkspaceID = ref.Slug, ref.Workspace
 		st.Host = strings.ToLower(st.Slug) + "." + s.appsDomain
 		if h, ok := pw[st.ProjectID]; ok {
 			st.Password = &snapshot.Password{Hash: h, Version: rules.PasswordVersion(h)}
 		}
+		snap.Sites = append(snap.Sites, st)
 	}
 	slices.SortFunc(snap.Sites, func(a, b snapshot.Site) int { return strings.Compare(a.Host, b.Host) })
 
-	shield := map[string]rules.Settings{}
-	if s.src.Shield != nil {
-		if shield, err = s.src.Shield(ctx, s.db); err != nil {
-			return snap, fmt.Errorf("edgesync: shield: %w", err)
-		}
+	shield, err := s.src.Shield(ctx, s.db)
+	if err != nil {
+		return snap, fmt.Errorf("edgesync: shield: %w", err)
 	}
-	cdn := map[string]snapshot.CDN{}
-	if s.src.CDN != nil {
-		if cdn, err = s.src.CDN(ctx, s.db); err != nil {
-			return snap, fmt.Errorf("edgesync: cdn: %w", err)
-		}
+	cdn, err := s.src.CDN(ctx, s.db)
+	if err != nil {
+		return snap, fmt.Errorf("edgesync: cdn: %w", err)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM workspaces ORDER BY id`)
+	ids, err := s.src.Workspaces(ctx, s.db)
 	if err != nil {
 		return snap, fmt.Errorf("edgesync: workspaces: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return snap, fmt.Errorf("edgesync: workspaces: %w", err)
-		}
+	slices.Sort(ids)
+	for _, id := range ids {
 		w := snapshot.Workspace{ID: id, Shield: rules.DefaultSettings(), CDN: DefaultCDN}
 		if st, ok := shield[id]; ok {
 			w.Shield = st
@@ -322,5 +384,10 @@ func (s *Service) build(ctx context.Context, v int64) (snapshot.Snapshot, error)
 		}
 		snap.Workspaces = append(snap.Workspaces, w)
 	}
-	return snap, rows.Err()
+	return snap, nil
+}
+
+// Served reports whether a deployment serves the blob named sum.
+func (s *Service) Served(ctx context.Context, sum string) (bool, error) {
+	return s.src.Served(ctx, s.db, sum)
 }

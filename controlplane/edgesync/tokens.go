@@ -41,7 +41,7 @@ type cachedToken struct {
 	hash [sha256.Size]byte
 }
 
-func (c *tokenCache) load(ctx context.Context, q store.Querier) error {
+func (c *tokenCache) load(ctx context.Context, q store.Querier, now time.Time) error {
 	rows, err := q.QueryContext(ctx, `SELECT id, token_hash FROM edge_tokens WHERE revoked_at = ''`)
 	if err != nil {
 		return fmt.Errorf("edgesync: tokens: %w", err)
@@ -61,7 +61,7 @@ func (c *tokenCache) load(ctx context.Context, q store.Querier) error {
 		return fmt.Errorf("edgesync: tokens: %w", err)
 	}
 	c.mu.Lock()
-	c.tokens, c.reloaded = ts, time.Now()
+	c.tokens, c.reloaded = ts, now
 	c.mu.Unlock()
 	return nil
 }
@@ -126,7 +126,7 @@ func (s *Service) EnsureLocalToken(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return secret, s.tokens.load(ctx, s.db)
+	return secret, s.tokens.load(ctx, s.db, s.clock.Now())
 }
 
 // MintToken creates a token for a remote edge and returns its secret, shown
@@ -137,7 +137,7 @@ func (s *Service) MintToken(ctx context.Context, name string) (string, Token, er
 		return "", Token{}, err
 	}
 	s.log.Info("edge token minted", "id", t.ID, "name", t.Name)
-	return secret, t, s.tokens.load(ctx, s.db)
+	return secret, t, s.tokens.load(ctx, s.db, s.clock.Now())
 }
 
 // RevokeToken revokes an edge token: its edge is refused from the next
@@ -147,7 +147,7 @@ func (s *Service) RevokeToken(ctx context.Context, id string) error {
 		return err
 	}
 	s.log.Info("edge token revoked", "id", id)
-	return s.tokens.load(ctx, s.db)
+	return s.tokens.load(ctx, s.db, s.clock.Now())
 }
 
 // RevokeToken revokes the edge token id in db. A running control plane
@@ -194,12 +194,13 @@ func (s *Service) authenticate(r *http.Request) (string, bool) {
 	}
 	h := hashToken(secret)
 	s.tokens.mu.RLock()
-	age := time.Since(s.tokens.reloaded)
+	now := s.clock.Now()
+	age := now.Sub(s.tokens.reloaded)
 	s.tokens.mu.RUnlock()
 	if age > TokenRecheck {
 		// Revocations made by another process (platform edge-token revoke)
 		// apply within TokenRecheck.
-		if err := s.tokens.load(r.Context(), s.db); err != nil {
+		if err := s.tokens.load(r.Context(), s.db, now); err != nil {
 			return "", false
 		}
 		age = 0
@@ -207,7 +208,7 @@ func (s *Service) authenticate(r *http.Request) (string, bool) {
 	if id, ok := s.tokens.match(h); ok {
 		return id, true
 	}
-	if age > time.Second && s.tokens.load(r.Context(), s.db) == nil {
+	if age > time.Second && s.tokens.load(r.Context(), s.db, now) == nil {
 		return s.tokens.match(h)
 	}
 	return "", false

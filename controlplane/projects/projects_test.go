@@ -252,17 +252,32 @@ func TestDeleteProject(t *testing.T) {
 	if d.Project.Status != projects.StatusTeardownFailed || !strings.Contains(d.Project.TeardownError, "disk on fire") {
 		t.Fatalf("project %+v", d.Project)
 	}
+	var repo struct{ Repo struct{ ID string } }
+	env.Owner.Must(201, "POST", "/api/repos", map[string]any{"name": "r"}).JSON(t, &repo)
+	env.Owner.Must(201, "POST", "/api/repos/"+repo.Repo.ID+"/commits", map[string]any{"message": "m", "files": []map[string]any{{"path": "index.html", "content": "hi"}}})
+	var vars projects.EnvList
+	env.Owner.Must(200, "GET", path+"/env", nil).JSON(t, &vars)
+	envPath := path + "/env/" + vars.Variables[0].ID
+	// Every area refuses changes under the project (reads stay open).
 	for _, c := range []struct {
 		method, path string
 		body         any
 	}{
-		{"PATCH", path, map[string]any{"name": "x"}}, {"POST", path + "/env", map[string]any{"key": "B", "value": "2"}},
+		{"PATCH", path, map[string]any{"name": "x"}},
+		{"POST", path + "/env", map[string]any{"key": "B", "value": "2"}},
+		{"PATCH", envPath, map[string]any{"value": "3"}},
+		{"DELETE", envPath, nil},
+		{"POST", path + "/deploy", nil},
+		{"POST", "/api/repos/" + repo.Repo.ID + "/deploy", map[string]any{"projectId": id}},
+		{"PUT", "/api/services/shield", map[string]any{"passwords": map[string]any{"doomed": "a site password"}}},
+		{"PUT", "/api/services/shield", map[string]any{"passwords": map[string]any{"doomed": nil}}},
 	} {
-		if r := env.Owner.Do(c.method, c.path, c.body); r.Status != 409 || r.ErrorCode() != "teardown_failed" {
+		if r := env.Owner.Do(c.method, c.path, c.body); r.Status != 409 || r.ErrorCode() != "project_teardown_failed" {
 			t.Fatalf("%s %s on teardown_failed: %d %s", c.method, c.path, r.Status, r.Body)
 		}
 	}
 	env.Owner.Must(200, "GET", path+"/env", nil)
+	env.Owner.Must(200, "GET", path+"/deployments", nil)
 
 	// Deleting again retries and finishes.
 	dep.fail = nil
@@ -287,7 +302,21 @@ func TestDeletePermissions(t *testing.T) {
 		caller func(project string) *cptest.Client
 		status int
 	}{
-		{"developer", func(string) *cptest.Client { return env.Member("d@example.com", "developer") }, 403},
+		{"developer signed in", func(string) *cptest.Client {
+			env.Member("d@example.com", "developer")
+			return env.SignIn("d@example.com", "a long password 1", "")
+		}, 403},
+		// "Deleting a project needs an admin or a full workspace key":
+		// whoever's the key is.
+		{"developer's full workspace key", func(string) *cptest.Client { return env.Member("d2@example.com", "developer") }, 200},
+		{"viewer's read-only key", func(string) *cptest.Client {
+			v := env.Member("v@example.com", "viewer")
+			var out struct {
+				Secret string `json:"secret"`
+			}
+			v.Must(201, "POST", "/api/keys", map[string]any{"name": "ro", "access": "read_only"}).JSON(t, &out)
+			return env.Client(out.Secret)
+		}, 403},
 		{"read-only key", func(string) *cptest.Client { return env.NewKey("read_only", "") }, 403},
 		{"own project key", func(p string) *cptest.Client { return env.NewKey("full", p) }, 403},
 		{"admin", func(string) *cptest.Client { return env.Member("a@example.com", "admin") }, 200},

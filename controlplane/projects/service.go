@@ -99,9 +99,6 @@ func (s *Service) Exists(ctx context.Context, workspace, id string) (bool, error
 	return false, err
 }
 
-// ErrTeardownFailed refuses changes to a project whose deletion is incomplete.
-var ErrTeardownFailed = api.Conflict("teardown_failed", "this project's deletion did not finish: only reads and DELETE (which retries) are accepted")
-
 // Writable returns the project when it accepts changes: other areas call it
 // before creating anything under a project.
 func (s *Service) Writable(ctx context.Context, workspace, id string) (Project, error) {

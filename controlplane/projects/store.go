@@ -22,6 +22,12 @@ import (
 type Store interface {
 	// Project returns a project of the workspace, or a 404 error.
 	Project(ctx context.Context, workspace, id string) (Project, error)
+	// ProjectByID returns a project of any workspace, or a 404 error.
+	ProjectByID(ctx context.Context, id string) (Project, error)
+	// ProjectBySlug returns the workspace's project with slug, or a 404 error.
+	ProjectBySlug(ctx context.Context, workspace, slug string) (Project, error)
+	// CountVariables counts the variables of the workspace's projects.
+	CountVariables(ctx context.Context, workspace string) (int, error)
 	// Projects lists the workspace's projects (only id when not empty).
 	Projects(ctx context.Context, workspace, id string) ([]Project, error)
 	// CreateProject stores p under the first free slug of base, base-2,

@@ -59,9 +59,19 @@ func TestRepoLifecycle(t *testing.T) {
 		t.Fatalf("list: %+v", list)
 	}
 	var d repos.Detail
-	env.Owner.Must(http.StatusOK, "GET", "/api/repos/"+id, nil).JSON(t, &d)
+	r := env.Owner.Must(http.StatusOK, "GET", "/api/repos/"+id, nil)
+	r.JSON(t, &d)
 	if len(d.Commits) != 2 || d.Commits[0].Number != 2 {
 		t.Fatalf("history: %+v", d.Commits)
+	}
+	// One name for a commit's number in every repo answer: commit, as the
+	// files answer and the deploy request say.
+	var raw struct {
+		Commits []map[string]any `json:"commits"`
+	}
+	r.JSON(t, &raw)
+	if _, ok := raw.Commits[0]["number"]; ok || raw.Commits[0]["commit"] != float64(2) {
+		t.Fatalf("history entry %v names the number other than commit", raw.Commits[0])
 	}
 
 	var tree repos.Tree

@@ -58,7 +58,7 @@ type Repo struct {
 
 // Commit is one numbered snapshot.
 type Commit struct {
-	Number  int    `json:"number"`
+	Number  int    `json:"commit"`
 	Message string `json:"message"`
 	// Files is how many files the snapshot holds.
 	Files int `json:"files"`

@@ -3,9 +3,17 @@
 // finding and how to fix it, and the audit-log changes per hour over the
 // last 24 hours (UTC).
 //
-// Scoring: each scored check has a weight (the weights sum to 100) and earns
-// a share of it between 0 and 1; the score is the rounded sum of weight x
-// share. A check passes at share 1, warns above 0 and fails at 0.
+// Scoring: each scored check has a weight (the weights of the table sum to
+// 100) and earns a share of it between 0 and 1. A check passes at share 1,
+// warns above 0 and fails at 0.
+//
+// Only what exists is scored. A check whose area is not built or not
+// wired (custom domains, app users' sign-in lockouts: a nil Counter)
+// reports status "unavailable", is not scored, and its weight leaves the
+// denominator: the score is round(100 x sum(weight x share) / sum(weight))
+// over the scored checks only, so a workspace is neither rewarded nor
+// punished for a feature it cannot have. With every check available this
+// is the plain sum of weight x share.
 //
 //	check                              weight  share
 //	Owners and admins with two-factor    25    owners and admins with two-factor / owners and admins
@@ -23,8 +31,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/metering"
-	"github.com/svcplatform/platform/controlplane/store"
 	"github.com/svcplatform/platform/passhash"
 )
 
@@ -40,6 +48,8 @@ type Check struct {
 	Fix     string `json:"fix,omitempty"`
 	// Value is the measured number behind the finding, where there is one.
 	Value *float64 `json:"value,omitempty"`
+	// share is the earned share of Weight, 0 to 1.
+	share float64
 }
 
 // HourCount is the number of audit-log changes in one UTC hour.
@@ -57,21 +67,51 @@ type Overview struct {
 }
 
 // Counter counts something of a workspace held by an area that may not be
-// wired (custom domains, app users locked out); nil counts zero.
+// built yet (custom domains, app users locked out); a nil Counter makes its
+// check unavailable.
 type Counter func(ctx context.Context, workspace string) (int, error)
 
-// Service computes overviews.
-type Service struct {
-	db  *store.DB
-	now func() time.Time
-	// UnverifiedDomains counts custom domains awaiting verification.
+// Accounts gives the member and key facts (accounts.Service).
+type Accounts interface {
+	SecurityFacts(ctx context.Context, workspace string, now, since time.Time) (accounts.SecurityFacts, error)
+}
+
+// Variables counts stored environment variables (projects.Service).
+type Variables interface {
+	EnvCount(ctx context.Context, workspace string) (int, error)
+}
+
+// AuditLog counts audit rows (audit.Log).
+type AuditLog interface {
+	CountSince(ctx context.Context, workspace string, t time.Time) (int, error)
+	PerHour(ctx context.Context, workspace string, first time.Time, n int) ([]int, error)
+}
+
+// Usage sums usage events (metering.Meter).
+type Usage interface {
+	Total(ctx context.Context, workspace, project string, metric metering.Metric, from, to time.Time) (float64, error)
+}
+
+// Deps are what the overview reads, each through its owner.
+type Deps struct {
+	Accounts  Accounts
+	Variables Variables
+	Audit     AuditLog
+	Usage     Usage
+	Now       func() time.Time
+	// UnverifiedDomains counts custom domains awaiting verification (nil:
+	// the check is unavailable).
 	UnverifiedDomains Counter
-	// LockedOutUsers counts app users locked out after failed sign-ins.
+	// LockedOutUsers counts app users locked out after failed sign-ins
+	// (nil: the check is unavailable).
 	LockedOutUsers Counter
 }
 
+// Service computes overviews.
+type Service struct{ d Deps }
+
 // New returns the service.
-func New(db *store.DB, now func() time.Time) *Service { return &Service{db: db, now: now} }
+func New(d Deps) *Service { return &Service{d: d} }
 
 // Thresholds of the scored checks.
 const (
@@ -109,54 +149,37 @@ func status(share float64) string {
 func scored(id, title string, weight int, share float64, value float64, finding, fix string) Check {
 	share = math.Max(0, math.Min(1, share))
 	c := Check{ID: id, Title: title, Scored: true, Weight: weight, Points: int(math.Round(float64(weight) * share)),
-		Status: status(share), Finding: finding, Value: ptr(value)}
+		Status: status(share), Finding: finding, Value: ptr(value), share: share}
 	if share < 1 {
 		c.Fix = fix
 	}
 	return c
 }
 
-func (s *Service) count(ctx context.Context, q string, args ...any) (int, error) {
-	var n int
-	if err := s.db.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("security: %w", err)
-	}
-	return n, nil
+// unavailable is the row of a scored check whose area does not exist yet.
+func unavailable(id, title, finding string) Check {
+	return Check{ID: id, Title: title, Status: "unavailable", Finding: finding}
 }
 
 // Overview computes the overview of workspace ws now.
 func (s *Service) Overview(ctx context.Context, ws string) (Overview, error) {
-	now := s.now().UTC()
-	nowS := store.FormatTime(now)
-	var checks []Check
-	var err error
-	counts := map[string]int{}
-	for name, q := range map[string]string{
-		"privileged":   `SELECT count(*) FROM members WHERE workspace_id = ? AND status = 'active' AND role IN ('owner','admin')`,
-		"privileged2f": `SELECT count(*) FROM members WHERE workspace_id = ? AND status = 'active' AND role IN ('owner','admin') AND totp_enabled = 1`,
-		"active":       `SELECT count(*) FROM api_keys WHERE workspace_id = ? AND ephemeral = 0 AND revoked_at = '' AND (expires_at = '' OR expires_at > ?)`,
-		"fullKeys":     `SELECT count(*) FROM api_keys WHERE workspace_id = ? AND ephemeral = 0 AND revoked_at = '' AND (expires_at = '' OR expires_at > ?) AND access = 'full' AND project_id = ''`,
-		"neverUsed":    `SELECT count(*) FROM api_keys WHERE workspace_id = ? AND ephemeral = 0 AND revoked_at = '' AND (expires_at = '' OR expires_at > ?) AND last_used_at = ''`,
-		"usedToday":    `SELECT count(*) FROM api_keys WHERE workspace_id = ? AND ephemeral = 0 AND last_used_at >= ?`,
-		"env":          `SELECT count(*) FROM env_vars e JOIN projects p ON p.id = e.project_id WHERE p.workspace_id = ?`,
-		"audit7d":      `SELECT count(*) FROM audit_log WHERE workspace_id = ? AND at >= ?`,
-	} {
-		args := []any{ws}
-		switch name {
-		case "active", "fullKeys", "neverUsed":
-			args = append(args, nowS)
-		case "usedToday":
-			args = append(args, store.FormatTime(now.Add(-24*time.Hour)))
-		case "audit7d":
-			args = append(args, store.FormatTime(now.Add(-7*24*time.Hour)))
-		}
-		if counts[name], err = s.count(ctx, q, args...); err != nil {
-			return Overview{}, err
-		}
+	now := s.d.Now().UTC()
+	f, err := s.d.Accounts.SecurityFacts(ctx, ws, now, now.Add(-24*time.Hour))
+	if err != nil {
+		return Overview{}, fmt.Errorf("security: %w", err)
 	}
+	envCount, err := s.d.Variables.EnvCount(ctx, ws)
+	if err != nil {
+		return Overview{}, fmt.Errorf("security: %w", err)
+	}
+	audit7d, err := s.d.Audit.CountSince(ctx, ws, now.Add(-7*24*time.Hour))
+	if err != nil {
+		return Overview{}, fmt.Errorf("security: %w", err)
+	}
+	var checks []Check
 
 	// Owners and admins with two-factor.
-	priv, priv2f := counts["privileged"], counts["privileged2f"]
+	priv, priv2f := f.Privileged, f.PrivilegedTwoFactor
 	share := 1.0
 	if priv > 0 {
 		share = float64(priv2f) / float64(priv)
@@ -166,21 +189,16 @@ func (s *Service) Overview(ctx context.Context, ws string) (Overview, error) {
 		"Each owner and admin turns on two-factor: POST /api/account/totp, then confirm with a code."))
 
 	// Full-access API keys.
-	full := counts["fullKeys"]
+	full := f.FullAccessKeys
 	share = tier(float64(full), 2, 5)
 	checks = append(checks, scored("full_access_keys", "Full-access API keys", 15, share, float64(full),
 		fmt.Sprintf("%d active keys have full access to the whole workspace", full),
 		"Replace full-access keys with read-only or project-limited keys where they suffice, and revoke the rest (DELETE /api/keys/{id})."))
 
 	// Oldest active key.
-	var oldest string
-	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(min(created_at),'') FROM api_keys WHERE workspace_id = ? AND ephemeral = 0 AND revoked_at = '' AND (expires_at = '' OR expires_at > ?)`,
-		ws, nowS).Scan(&oldest); err != nil {
-		return Overview{}, fmt.Errorf("security: %w", err)
-	}
 	share, age, finding := 1.0, 0.0, "No active keys"
-	if oldest != "" {
-		d := now.Sub(store.ParseTime(oldest))
+	if !f.OldestActiveKey.IsZero() {
+		d := now.Sub(f.OldestActiveKey)
 		age = math.Floor(d.Hours() / 24)
 		finding = fmt.Sprintf("The oldest active key is %.0f days old", age)
 		share = tier(float64(d), float64(KeyAgeGood), float64(KeyAgeTolerate))
@@ -189,7 +207,7 @@ func (s *Service) Overview(ctx context.Context, ws string) (Overview, error) {
 		"Rotate keys older than 90 days: create a new key, move your callers to it, revoke the old one."))
 
 	// Never-used keys.
-	active, never := counts["active"], counts["neverUsed"]
+	active, never := f.ActiveKeys, f.NeverUsedKeys
 	share = 1
 	if active > 0 {
 		share = 1 - float64(never)/float64(active)
@@ -199,16 +217,21 @@ func (s *Service) Overview(ctx context.Context, ws string) (Overview, error) {
 		"Revoke keys nobody uses: they are secrets to leak for no benefit."))
 
 	// Domain verification.
-	unverified, err := s.optional(ctx, s.UnverifiedDomains, ws)
-	if err != nil {
-		return Overview{}, err
+	if s.d.UnverifiedDomains == nil {
+		checks = append(checks, unavailable("domain_verification", "Domain verification",
+			"Custom domains are not offered yet, so there is nothing to verify; this check is not scored"))
+	} else {
+		unverified, err := s.d.UnverifiedDomains(ctx, ws)
+		if err != nil {
+			return Overview{}, fmt.Errorf("security: domains: %w", err)
+		}
+		share, finding = 1, "No custom domain is waiting for verification"
+		if unverified > 0 {
+			share, finding = 0, fmt.Sprintf("%d custom domains are not verified yet", unverified)
+		}
+		checks = append(checks, scored("domain_verification", "Domain verification", 10, share, float64(unverified), finding,
+			"Add the verification records your domain's page shows at your DNS provider, or remove domains you no longer use."))
 	}
-	share, finding = 1, "No custom domain is waiting for verification"
-	if unverified > 0 {
-		share, finding = 0, fmt.Sprintf("%d custom domains are not verified yet", unverified)
-	}
-	checks = append(checks, scored("domain_verification", "Domain verification", 10, share, float64(unverified), finding,
-		"Add the verification records your domain's page shows at your DNS provider, or remove domains you no longer use."))
 
 	// Owners and admins.
 	share = tier(float64(priv), 3, 5)
@@ -217,20 +240,25 @@ func (s *Service) Overview(ctx context.Context, ws string) (Overview, error) {
 		"Give members the least role they need: developer for day-to-day work (PATCH /api/members/{id})."))
 
 	// Environment variables (not scored).
-	checks = append(checks, Check{ID: "environment_variables", Title: "Environment variables", Status: "info", Value: ptr(float64(counts["env"])),
-		Finding: fmt.Sprintf("%d variables stored, sealed at rest with AES-256-GCM", counts["env"])})
+	checks = append(checks, Check{ID: "environment_variables", Title: "Environment variables", Status: "info", Value: ptr(float64(envCount)),
+		Finding: fmt.Sprintf("%d variables stored, sealed at rest with AES-256-GCM", envCount)})
 
 	// End-user sign-in lockouts.
-	locked, err := s.optional(ctx, s.LockedOutUsers, ws)
-	if err != nil {
-		return Overview{}, err
+	if s.d.LockedOutUsers == nil {
+		checks = append(checks, unavailable("end_user_lockouts", "End-user sign-in lockouts",
+			"Sign-in for your apps' users is not offered yet, so no lockouts are recorded; this check is not scored"))
+	} else {
+		locked, err := s.d.LockedOutUsers(ctx, ws)
+		if err != nil {
+			return Overview{}, fmt.Errorf("security: lockouts: %w", err)
+		}
+		share, finding = 1, "No app user is locked out"
+		if locked > 0 {
+			share, finding = 0.5, fmt.Sprintf("%d app users are locked out after repeated failed sign-ins", locked)
+		}
+		checks = append(checks, scored("end_user_lockouts", "End-user sign-in lockouts", 10, share, float64(locked), finding,
+			"Look for password-guessing against your apps' sign-in: the lockouts protect the accounts, but a wave of them means an attack."))
 	}
-	share, finding = 1, "No app user is locked out"
-	if locked > 0 {
-		share, finding = 0.5, fmt.Sprintf("%d app users are locked out after repeated failed sign-ins", locked)
-	}
-	checks = append(checks, scored("end_user_lockouts", "End-user sign-in lockouts", 10, share, float64(locked), finding,
-		"Look for password-guessing against your apps' sign-in: the lockouts protect the accounts, but a wave of them means an attack."))
 
 	// Password hashing (not scored).
 	p := passhash.Default
@@ -238,74 +266,66 @@ func (s *Service) Overview(ctx context.Context, ws string) (Overview, error) {
 		Finding: fmt.Sprintf("Members' passwords are stored as salted argon2id hashes (m=%d KiB, t=%d, p=%d); API keys as SHA-256 of 200-bit secrets", p.Memory, p.Time, p.Threads)})
 
 	// Sign-in for your apps' users (not scored, unavailable).
-	checks = append(checks, Check{ID: "app_user_two_factor", Title: "Sign-in for your apps' users", Status: "unavailable",
-		Finding: "App users cannot add a second factor: the platform does not offer it yet"})
+	checks = append(checks, unavailable("app_user_two_factor", "Sign-in for your apps' users",
+		"App users cannot add a second factor: the platform does not offer it yet"))
 
 	// Audit activity (not scored).
-	checks = append(checks, Check{ID: "audit_activity", Title: "Audit activity", Status: "info", Value: ptr(float64(counts["audit7d"])),
-		Finding: fmt.Sprintf("%d changes recorded in the audit log over the last 7 days", counts["audit7d"])})
+	checks = append(checks, Check{ID: "audit_activity", Title: "Audit activity", Status: "info", Value: ptr(float64(audit7d)),
+		Finding: fmt.Sprintf("%d changes recorded in the audit log over the last 7 days", audit7d)})
 
 	// API key activity (not scored).
 	day := now.Truncate(24 * time.Hour)
 	today, yesterday := 0.0, 0.0
 	for _, m := range dataMetrics {
-		var a, b float64
-		if err := s.db.QueryRowContext(ctx, `SELECT
-				coalesce(sum(CASE WHEN at >= ? THEN quantity END),0), coalesce(sum(CASE WHEN at < ? THEN quantity END),0)
-			FROM usage_events WHERE workspace_id = ? AND metric = ? AND at >= ?`,
-			store.FormatTime(day), store.FormatTime(day), ws, string(m), store.FormatTime(day.Add(-24*time.Hour))).Scan(&a, &b); err != nil {
+		a, err := s.d.Usage.Total(ctx, ws, "", m, day, day.Add(24*time.Hour))
+		if err != nil {
+			return Overview{}, fmt.Errorf("security: %w", err)
+		}
+		b, err := s.d.Usage.Total(ctx, ws, "", m, day.Add(-24*time.Hour), day)
+		if err != nil {
 			return Overview{}, fmt.Errorf("security: %w", err)
 		}
 		today, yesterday = today+a, yesterday+b
 	}
-	checks = append(checks, Check{ID: "api_key_activity", Title: "API key activity", Status: "info", Value: ptr(float64(counts["usedToday"])),
-		Finding: fmt.Sprintf("%d keys used in the last 24 hours; %.0f data calls today and %.0f yesterday (UTC)", counts["usedToday"], today, yesterday)})
+	checks = append(checks, Check{ID: "api_key_activity", Title: "API key activity", Status: "info", Value: ptr(float64(f.KeysUsedSince)),
+		Finding: fmt.Sprintf("%d keys used in the last 24 hours; %.0f data calls today and %.0f yesterday (UTC)", f.KeysUsedSince, today, yesterday)})
 
-	score := 0
-	for _, c := range checks {
-		score += c.Points
-	}
 	hours, err := s.changesPerHour(ctx, ws, now)
 	if err != nil {
 		return Overview{}, err
 	}
-	return Overview{Score: score, Checks: checks, ChangesPerHour: hours, GeneratedAt: now}, nil
+	return Overview{Score: Score(checks), Checks: checks, ChangesPerHour: hours, GeneratedAt: now}, nil
 }
 
-func (s *Service) optional(ctx context.Context, c Counter, ws string) (int, error) {
-	if c == nil {
-		return 0, nil
+// Score is the overview's score of checks: 100 x the earned share of the
+// weights of the scored checks, rounded; unavailable checks are not scored
+// and leave the denominator. With no scored check it is 100.
+func Score(checks []Check) int {
+	var weights, earned float64
+	for _, c := range checks {
+		if !c.Scored {
+			continue
+		}
+		weights += float64(c.Weight)
+		earned += float64(c.Weight) * c.share
 	}
-	return c(ctx, ws)
+	if weights == 0 {
+		return 100
+	}
+	return int(math.Round(100 * earned / weights))
 }
 
 // changesPerHour counts audit rows in each of the 24 UTC hours ending with
 // the current one, oldest first.
 func (s *Service) changesPerHour(ctx context.Context, ws string, now time.Time) ([]HourCount, error) {
 	first := now.Truncate(time.Hour).Add(-23 * time.Hour)
-	out := make([]HourCount, 24)
-	for i := range out {
-		out[i].Hour = first.Add(time.Duration(i) * time.Hour)
-	}
-	rows, err := s.db.QueryContext(ctx, `SELECT substr(at, 1, 13), count(*) FROM audit_log WHERE workspace_id = ? AND at >= ? GROUP BY 1`,
-		ws, store.FormatTime(first))
+	counts, err := s.d.Audit.PerHour(ctx, ws, first, 24)
 	if err != nil {
 		return nil, fmt.Errorf("security: changes per hour: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var hour string
-		var n int
-		if err := rows.Scan(&hour, &n); err != nil {
-			return nil, fmt.Errorf("security: changes per hour: %w", err)
-		}
-		t, err := time.Parse("2006-01-02T15", hour)
-		if err != nil {
-			continue
-		}
-		if i := int(t.Sub(first) / time.Hour); i >= 0 && i < 24 {
-			out[i].Changes = n
-		}
+	out := make([]HourCount, 24)
+	for i := range out {
+		out[i] = HourCount{Hour: first.Add(time.Duration(i) * time.Hour), Changes: counts[i]}
 	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -26,8 +26,10 @@ func overview(t *testing.T, c *cptest.Client) (security.Overview, map[string]sec
 func TestOverviewHasEveryCheck(t *testing.T) {
 	env := cptest.New(t)
 	o, m := overview(t, env.Owner)
+	// Custom domains and app users' sign-in are not built: their checks
+	// are unavailable and not scored.
 	want := map[string]bool{"two_factor": true, "full_access_keys": true, "oldest_key": true, "never_used_keys": true,
-		"domain_verification": true, "owners_and_admins": true, "environment_variables": false, "end_user_lockouts": true,
+		"domain_verification": false, "owners_and_admins": true, "environment_variables": false, "end_user_lockouts": false,
 		"password_hashing": false, "app_user_two_factor": false, "audit_activity": false, "api_key_activity": false}
 	if len(o.Checks) != 12 {
 		t.Fatalf("%d checks, want the spec's 12", len(o.Checks))
@@ -44,8 +46,15 @@ func TestOverviewHasEveryCheck(t *testing.T) {
 		weights += c.Weight
 		points += c.Points
 	}
-	if weights != 100 || points != o.Score {
+	// The unavailable checks' 20 leave the denominator: the owner lacks
+	// two-factor (0 of 25), everything else passes: 55 of 80.
+	if weights != 80 || points != 55 || o.Score != 69 {
 		t.Fatalf("weights %d, points %d, score %d", weights, points, o.Score)
+	}
+	for _, id := range []string{"domain_verification", "end_user_lockouts"} {
+		if c := m[id]; c.Status != "unavailable" || c.Weight != 0 || c.Points != 0 || c.Fix != "" {
+			t.Errorf("%s: %+v", id, c)
+		}
 	}
 	if len(o.ChangesPerHour) != 24 || !o.ChangesPerHour[23].Hour.Equal(env.Clock.Now().Truncate(time.Hour)) {
 		t.Fatalf("changes per hour %+v", o.ChangesPerHour)
@@ -154,19 +163,27 @@ func TestOwnersAdminsAndActivity(t *testing.T) {
 func TestAreaCounterTransitions(t *testing.T) {
 	env := cptest.New(t)
 	ws := env.CP.Bootstrap.Workspace.ID
-	s := security.New(env.CP.DB, env.Clock.Now)
+	counter := func(n int) security.Counter {
+		return func(context.Context, string) (int, error) { return n, nil }
+	}
+	// The owner has no two-factor (0 of 25) and their key made no call yet
+	// (0 of 10) in every case; the score is what is earned over the weights
+	// of the available checks.
 	for _, tc := range []struct {
 		name             string
-		domains, locked  int
+		domains, locked  security.Counter
 		domainS, lockedS string
+		score            int
 	}{
-		{"none", 0, 0, "pass", "pass"},
-		{"unverified domain", 2, 0, "fail", "pass"},
-		{"locked-out users", 0, 3, "pass", "warn"},
+		{"neither area wired", nil, nil, "unavailable", "unavailable", 56},             // 45/80
+		{"domains wired, none unverified", counter(0), nil, "pass", "unavailable", 61}, // 55/90
+		{"unverified domain", counter(2), nil, "fail", "unavailable", 50},              // 45/90
+		{"both wired, all clear", counter(0), counter(0), "pass", "pass", 65},          // 65/100
+		{"locked-out users", counter(0), counter(3), "pass", "warn", 60},               // 60/100
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s.UnverifiedDomains = func(context.Context, string) (int, error) { return tc.domains, nil }
-			s.LockedOutUsers = func(context.Context, string) (int, error) { return tc.locked, nil }
+			s := security.New(security.Deps{Accounts: env.CP.Accounts, Variables: env.CP.Projects, Audit: env.CP.Audit, Usage: env.CP.Meter,
+				Now: env.Clock.Now, UnverifiedDomains: tc.domains, LockedOutUsers: tc.locked})
 			o, err := s.Overview(context.Background(), ws)
 			if err != nil {
 				t.Fatal(err)
@@ -175,6 +192,9 @@ func TestAreaCounterTransitions(t *testing.T) {
 				if c.ID == "domain_verification" && c.Status != tc.domainS || c.ID == "end_user_lockouts" && c.Status != tc.lockedS {
 					t.Fatalf("%s: %+v", c.ID, c)
 				}
+			}
+			if o.Score != tc.score {
+				t.Fatalf("score %d, want %d", o.Score, tc.score)
 			}
 		})
 	}

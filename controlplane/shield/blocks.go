@@ -3,7 +3,6 @@ package shield
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -69,7 +68,7 @@ func (s *Service) Blocks(ctx context.Context, workspace string, days int) (Block
 	if err != nil {
 		return Blocks{}, err
 	}
-	slugs, err := s.slugs(ctx, workspace)
+	slugs, err := s.projects.Slugs(ctx, workspace)
 	if err != nil {
 		return Blocks{}, err
 	}
@@ -116,21 +115,4 @@ func (s *Service) Blocks(ctx context.Context, workspace string, days int) (Block
 		}
 	}
 	return out, nil
-}
-
-func (s *Service) slugs(ctx context.Context, workspace string) (map[string]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, slug FROM projects WHERE workspace_id = ?`, workspace)
-	if err != nil {
-		return nil, fmt.Errorf("shield: projects: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var id, slug string
-		if err := rows.Scan(&id, &slug); err != nil {
-			return nil, fmt.Errorf("shield: projects: %w", err)
-		}
-		out[id] = slug
-	}
-	return out, rows.Err()
 }

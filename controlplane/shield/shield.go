@@ -17,7 +17,9 @@ import (
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/edgesync"
+	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
 	"github.com/svcplatform/platform/controlplane/plans"
+	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/store"
 	"github.com/svcplatform/platform/rules"
 )
@@ -50,22 +52,49 @@ type Counts interface {
 	Counts(ctx context.Context, workspace, since string) ([]edgesync.CountRow, []edgesync.DayRow, error)
 }
 
+// Projects is what Shield needs of the projects area (projects.Service):
+// a site password names a project, and Shield never reads the projects
+// table.
+type Projects interface {
+	// Find returns the workspace's project with this id or slug (404 when none).
+	Find(ctx context.Context, workspace, key string) (projects.Project, error)
+	// Slugs returns the slug of every project of the workspace, by id.
+	Slugs(ctx context.Context, workspace string) (map[string]string, error)
+	// RequireActive refuses changes to a project in teardown_failed.
+	RequireActive(ctx context.Context, projectID string) error
+}
+
+// Deps are what the Shield service is built on.
+type Deps struct {
+	DB       *store.DB
+	Clock    clock.Clock
+	Audit    *audit.Log
+	Pub      Publisher
+	Sites    Sites
+	Counts   Counts
+	Projects Projects
+	// Plan tells a workspace's plan.
+	Plan func(ctx context.Context, workspace string) plans.Name
+}
+
 // Service is the Shield area.
 type Service struct {
-	db     *store.DB
-	clock  clock.Clock
-	audit  *audit.Log
-	pub    Publisher
-	sites  Sites
-	counts Counts
-	plan   func(ctx context.Context, workspace string) plans.Name
+	db       *store.DB
+	clock    clock.Clock
+	audit    *audit.Log
+	pub      Publisher
+	sites    Sites
+	counts   Counts
+	projects Projects
+	plan     func(ctx context.Context, workspace string) plans.Name
 	// hash hashes a site password (rules.HashPassword; tests may cheapen it).
 	hash func(string) (string, error)
 }
 
-// New returns the Shield service; plan tells a workspace's plan.
-func New(db *store.DB, clk clock.Clock, log *audit.Log, pub Publisher, sites Sites, counts Counts, plan func(context.Context, string) plans.Name) *Service {
-	return &Service{db: db, clock: clk, audit: log, pub: pub, sites: sites, counts: counts, plan: plan, hash: rules.HashPassword}
+// New returns the Shield service.
+func New(d Deps) *Service {
+	return &Service{db: d.DB, clock: d.Clock, audit: d.Audit, pub: d.Pub, sites: d.Sites, counts: d.Counts, projects: d.Projects,
+		plan: d.Plan, hash: rules.HashPassword}
 }
 
 // Current returns the workspace's saved settings (the defaults when none
@@ -132,24 +161,65 @@ func AllPasswords(ctx context.Context, q store.Querier) (map[string]string, erro
 	return out, rows.Err()
 }
 
-// protectedSites returns the slugs of the workspace's projects behind a
-// password, sorted.
-func protectedSites(ctx context.Context, q store.Querier, workspace string) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT p.slug FROM site_passwords sp JOIN projects p ON p.id = sp.project_id
-		WHERE sp.workspace_id = ? ORDER BY p.slug`, workspace)
+// protectedSites returns the slugs of the workspace's sites whose password
+// is in force, sorted: a password is enforced on static sites only, so a
+// project now serving an app, function or worker is not listed (its
+// password is kept and applies again if it serves a static site).
+func (s *Service) protectedSites(ctx context.Context, workspace string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT project_id FROM site_passwords WHERE workspace_id = ?`, workspace)
 	if err != nil {
 		return nil, fmt.Errorf("shield: protected sites: %w", err)
 	}
 	defer rows.Close()
-	out := []string{}
+	var ids []string
 	for rows.Next() {
-		var slug string
-		if err := rows.Scan(&slug); err != nil {
+		var id string
+		if err := rows.Scan(&id); err != nil {
 			return nil, fmt.Errorf("shield: protected sites: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("shield: protected sites: %w", err)
+	}
+	out := []string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	slugs, err := s.projects.Slugs(ctx, workspace)
+	if err != nil {
+		return nil, fmt.Errorf("shield: protected sites: %w", err)
+	}
+	kinds, err := s.liveKinds(ctx, workspace)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		slug, ok := slugs[id]
+		if !ok {
+			continue
+		}
+		if k, live := kinds[id]; live && k != snapshot.KindStatic {
+			continue
 		}
 		out = append(out, slug)
 	}
-	return out, rows.Err()
+	slices.Sort(out)
+	return out, nil
+}
+
+// liveKinds returns the kind of every live site of the workspace, by
+// project id.
+func (s *Service) liveKinds(ctx context.Context, workspace string) (map[string]string, error) {
+	live, err := s.sites.Live(ctx, workspace)
+	if err != nil {
+		return nil, fmt.Errorf("shield: live sites: %w", err)
+	}
+	out := make(map[string]string, len(live))
+	for _, l := range live {
+		out[l.ProjectID] = l.Kind
+	}
+	return out, nil
 }
 
 // Answer is the answer of GET and of a settings PUT: the saved settings and
@@ -189,7 +259,7 @@ func (s *Service) Get(ctx context.Context, workspace string) (Answer, error) {
 }
 
 func (s *Service) answer(ctx context.Context, workspace string, st rules.Settings) (Answer, error) {
-	ps, err := protectedSites(ctx, s.db, workspace)
+	ps, err := s.protectedSites(ctx, workspace)
 	if err != nil {
 		return Answer{}, err
 	}

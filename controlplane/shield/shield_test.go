@@ -2,10 +2,12 @@ package shield_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/cptest"
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
 	"github.com/svcplatform/platform/controlplane/plans"
@@ -230,3 +232,51 @@ func TestApplyNowAndBlocks(t *testing.T) {
 		t.Fatalf("30 days: %+v", b)
 	}
 }
+
+// Site passwords are enforced on static sites only: setting one for an
+// app or function is refused with a message, and a protected site that
+// later serves an app leaves protectedSites while its password cannot be
+// enforced.
+func TestSitePasswordsStaticOnly(t *testing.T) {
+	env := cptest.New(t)
+	liveSite(t, env, "App", map[string]string{"platform.json": `{"kind":"app","origin":"http://127.0.0.1:9"}`, "server.js": "x"})
+	liveSite(t, env, "Fn", map[string]string{"platform.json": `{"kind":"function","origin":"http://127.0.0.1:9"}`})
+	later := liveSite(t, env, "Later", map[string]string{"index.html": "x"})
+	env.CreateProject("Undeployed")
+	for _, tt := range []struct{ site, kind string }{{"app", "app"}, {"fn", "function"}} {
+		t.Run(tt.site, func(t *testing.T) {
+			r := env.Owner.Do("PUT", "/api/services/shield", map[string]any{"passwords": map[string]any{tt.site: "correct horse"}})
+			m := r.Map(t)["error"].(map[string]any)
+			if r.Status != 400 || m["code"] != "password_static_only" || m["kind"] != tt.kind || !strings.Contains(m["message"].(string), "static sites only") {
+				t.Fatalf("%d %s", r.Status, r.Body)
+			}
+		})
+	}
+	ws := env.CP.Bootstrap.Workspace.ID
+	_, err := env.CP.Shield().SetPasswords(context.Background(), &auth.Principal{WorkspaceID: ws, Role: auth.Owner, KeyID: "k", KeyPrefix: "k"},
+		shield.PasswordsRequest{Passwords: map[string]*string{"app": ptr("correct horse")}})
+	if !errors.Is(err, shield.ErrPasswordStaticOnly) {
+		t.Fatalf("service error %v does not match ErrPasswordStaticOnly", err)
+	}
+	// A static site and a project not deployed yet may have one.
+	var ans shield.PasswordsAnswer
+	env.Owner.Must(200, "PUT", "/api/services/shield", map[string]any{"passwords": map[string]any{"later": "correct horse", "undeployed": "correct horse"}}).JSON(t, &ans)
+	if strings.Join(ans.ProtectedSites, ",") != "later,undeployed" {
+		t.Fatalf("protected %v", ans.ProtectedSites)
+	}
+	// "later" now serves an app: its password is not enforced, so it is not
+	// listed as protected.
+	var repo struct{ Repo struct{ ID string } }
+	env.Owner.Must(201, "POST", "/api/repos", map[string]any{"name": "later-app"}).JSON(t, &repo)
+	env.Owner.Must(201, "POST", "/api/repos/"+repo.Repo.ID+"/commits", map[string]any{"message": "m",
+		"files": []map[string]any{{"path": "platform.json", "content": `{"kind":"app","origin":"http://127.0.0.1:9"}`}}})
+	env.Owner.Must(202, "POST", "/api/repos/"+repo.Repo.ID+"/deploy", map[string]any{"projectId": later})
+	env.CP.Deploys().Wait()
+	var got shield.Answer
+	env.Owner.Must(200, "GET", "/api/services/shield", nil).JSON(t, &got)
+	if strings.Join(got.ProtectedSites, ",") != "undeployed" {
+		t.Fatalf("protected %v after the site became an app", got.ProtectedSites)
+	}
+}
+
+func ptr(s string) *string { return &s }

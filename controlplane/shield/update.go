@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -14,6 +15,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/store"
 	"github.com/svcplatform/platform/rules"
@@ -27,6 +29,20 @@ const (
 	MaxPasswordsPerRequest = 100
 )
 
+// knownSetting holds the JSON names of the settings (rules.Settings), so an
+// error naming another field is an unknown setting; read from the type, not
+// from an error's message.
+var knownSetting = func() map[string]bool {
+	m := map[string]bool{}
+	t := reflect.TypeFor[rules.Settings]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			m[name] = true
+		}
+	}
+	return m
+}()
+
 // invalidSetting turns a rules validation error into a 400 naming the
 // setting and the entry.
 func invalidSetting(err error) error {
@@ -35,7 +51,7 @@ func invalidSetting(err error) error {
 		return api.Invalid("%v", err)
 	}
 	code := "invalid_setting"
-	if ve.Message == "unknown setting" {
+	if ve.Field != "" && ve.Index < 0 && ve.Field != "passwords" && !knownSetting[ve.Field] {
 		code = "unknown_setting"
 	}
 	e := api.E(api.KindInvalid, code, "%s", strings.TrimPrefix(ve.Error(), "rules: "))
@@ -155,6 +171,18 @@ type PasswordsAnswer struct {
 var ErrPasswordsNotAllowed = api.E(api.KindPaymentRequired, "plan_limit",
 	"site passwords need the pro plan or above; removing one (null) is always allowed").With("required_plan", string(plans.Pro))
 
+// ErrPasswordStaticOnly is matched (errors.Is) by the refusal of a password
+// for a site that serves a server app, function or worker program: site
+// passwords are enforced on static sites only.
+var ErrPasswordStaticOnly = errors.New("shield: site passwords are for static sites only")
+
+// staticOnly is the 400 refusing a password for a site of another kind.
+func staticOnly(slug, kind, key string) error {
+	return api.E(api.KindInvalid, "password_static_only",
+		"%s serves a %s: site passwords protect static sites only; protect an app, function or worker in its own code", slug, kind).
+		With("site", key).With("kind", kind).Wrap(ErrPasswordStaticOnly)
+}
+
 type site struct{ id, slug string }
 
 // SetPasswords sets or removes site passwords. Everything is validated and
@@ -178,9 +206,16 @@ func (s *Service) SetPasswords(ctx context.Context, pr *auth.Principal, req Pass
 	}
 	var changes []change
 	seen := map[string]string{}
+	kinds, err := s.liveKinds(ctx, pr.WorkspaceID)
+	if err != nil {
+		return PasswordsAnswer{}, err
+	}
 	for _, k := range keys {
 		st, err := s.findSite(ctx, pr.WorkspaceID, k)
 		if err != nil {
+			return PasswordsAnswer{}, err
+		}
+		if err := s.projects.RequireActive(ctx, st.id); err != nil {
 			return PasswordsAnswer{}, err
 		}
 		if prev, dup := seen[st.id]; dup {
@@ -195,6 +230,9 @@ func (s *Service) SetPasswords(ctx context.Context, pr *auth.Principal, req Pass
 		if !allowed {
 			return PasswordsAnswer{}, ErrPasswordsNotAllowed
 		}
+		if kind, live := kinds[st.id]; live && kind != snapshot.KindStatic {
+			return PasswordsAnswer{}, fmt.Errorf("shield: site %s: %w", st.slug, staticOnly(st.slug, kind, k))
+		}
 		if n := utf8.RuneCountInString(*pw); n < MinSitePasswordLen || len(*pw) > rules.MaxSitePasswordLen {
 			return PasswordsAnswer{}, api.E(api.KindInvalid, "invalid_password",
 				"the password for %s must be %d to %d characters", st.slug, MinSitePasswordLen, rules.MaxSitePasswordLen).With("site", k)
@@ -206,7 +244,7 @@ func (s *Service) SetPasswords(ctx context.Context, pr *auth.Principal, req Pass
 		changes = append(changes, change{site: st, hash: h})
 	}
 	var set, removed []string
-	err := s.pub.Change(ctx, func(tx *sql.Tx) error {
+	err = s.pub.Change(ctx, func(tx *sql.Tx) error {
 		now := store.FormatTime(s.clock.Now())
 		for _, c := range changes {
 			if c.hash == "" {
@@ -236,22 +274,21 @@ func (s *Service) SetPasswords(ctx context.Context, pr *auth.Principal, req Pass
 	if err != nil {
 		return PasswordsAnswer{}, err
 	}
-	ps, err := protectedSites(ctx, s.db, pr.WorkspaceID)
+	ps, err := s.protectedSites(ctx, pr.WorkspaceID)
 	return PasswordsAnswer{ProtectedSites: ps, PasswordsAllowed: allowed}, err
 }
 
 // findSite resolves a project id or slug of the workspace.
 func (s *Service) findSite(ctx context.Context, workspace, key string) (site, error) {
-	var st site
-	err := s.db.QueryRowContext(ctx, `SELECT id, slug FROM projects WHERE workspace_id = ? AND (id = ? OR slug = ?)`,
-		workspace, key, strings.ToLower(key)).Scan(&st.id, &st.slug)
-	if errors.Is(err, sql.ErrNoRows) {
-		return st, api.E(api.KindInvalid, "unknown_site", "passwords names %q, which is not a project of this workspace (give its slug or id)", key).With("site", key)
+	p, err := s.projects.Find(ctx, workspace, key)
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.Kind == api.KindNotFound {
+		return site{}, api.E(api.KindInvalid, "unknown_site", "passwords names %q, which is not a project of this workspace (give its slug or id)", key).With("site", key)
 	}
 	if err != nil {
-		return st, fmt.Errorf("shield: find site: %w", err)
+		return site{}, fmt.Errorf("shield: find site: %w", err)
 	}
-	return st, nil
+	return site{id: p.ID, slug: p.Slug}, nil
 }
 
 // ApplyAnswer is the answer of POST /api/services/shield (Apply now).

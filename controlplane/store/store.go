@@ -33,6 +33,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -43,6 +44,9 @@ var migrations embed.FS
 // DB is the metadata database.
 type DB struct {
 	*sql.DB
+	// OnTx, when set before use, observes each Tx: its duration and error
+	// (the control plane's platform_store_tx_duration_seconds).
+	OnTx func(d time.Duration, err error)
 }
 
 // ErrNotFound is returned by area stores when a row does not exist.
@@ -65,7 +69,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		sqldb.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	db := &DB{sqldb}
+	db := &DB{DB: sqldb}
 	if err := db.migrate(ctx); err != nil {
 		sqldb.Close()
 		return nil, err
@@ -115,6 +119,10 @@ func (db *DB) migrate(ctx context.Context) error {
 // Tx runs fn in a transaction, committing when fn returns nil and rolling
 // back otherwise (also on panic).
 func (db *DB) Tx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+	if db.OnTx != nil {
+		start := time.Now()
+		defer func() { db.OnTx(time.Since(start), err) }()
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
