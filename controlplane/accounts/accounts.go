@@ -6,10 +6,13 @@
 // its last use and can be revoked. A key never carries more than its member's
 // current role, and dies with the membership. Members sign in to the
 // dashboard with an argon2id-hashed password and an optional TOTP second
-// factor; a signed-in owner is what money-out actions require.
+// factor; a signed-in owner is what money-out actions require. Members
+// verify their e-mail with a mailed single-use token (AI on hobby and live
+// payment links need the owner's).
 //
 // Service holds the area's rules (validation, role grants, the last-owner
-// guard, the key limit, sign-in throttling, TOTP checks, password hashing);
+// guard, the key limits per member and workspace, sign-in throttling per
+// address and account, TOTP checks, password hashing, e-mail verification);
 // Store is its persistence, with every change and its audit row in one
 // transaction, and SQLStore implements Store on the metadata database.
 package accounts
@@ -20,6 +23,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/audit"
@@ -38,6 +42,9 @@ const (
 	InvitationLifetime = 7 * 24 * time.Hour
 	// MaxKeysPerWorkspace bounds the keys a workspace may hold unrevoked.
 	MaxKeysPerWorkspace = 500
+	// MaxKeysPerMember bounds the keys one member may hold unrevoked, so
+	// that no member (a viewer included) can use up the workspace's.
+	MaxKeysPerMember = 50
 	// MinPasswordLen is the shortest member password accepted.
 	MinPasswordLen = 10
 	// lastUsedEvery is how often a key's last use is written (per key).
@@ -52,6 +59,9 @@ type Workspace struct {
 	Name      string     `json:"name"`
 	Plan      plans.Name `json:"plan"`
 	CreatedAt time.Time  `json:"createdAt"`
+	// OwnerEmailVerified tells whether an active owner has verified their
+	// e-mail (AI on hobby and live payment links need it).
+	OwnerEmailVerified bool `json:"ownerEmailVerified"`
 }
 
 // Service is the accounts area: its rules, over a Store.
@@ -66,6 +76,11 @@ type Service struct {
 	dummy    string
 
 	signIns *throttle
+	// verifications counts the verification mails each member asked for.
+	verifications *throttle
+	mailer        Mailer
+	// passwordChecks counts the passwords hashed for sign-ins.
+	passwordChecks atomic.Int64
 }
 
 // New returns the accounts service over the platform's SQL database.
@@ -77,7 +92,7 @@ func New(ctx context.Context, db *store.DB, clk clock.Clock, log *audit.Log, log
 	return &Service{
 		store: st, clock: clk, log: logger, params: passhash.Default,
 		lastUsed: map[string]time.Time{},
-		signIns:  newThrottle(10, 15*time.Minute),
+		signIns:  newThrottle(), verifications: newThrottle(),
 	}, nil
 }
 

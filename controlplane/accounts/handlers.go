@@ -29,13 +29,26 @@ type You struct {
 	Via       string    `json:"via"` // key kind, or session
 	KeyPrefix string    `json:"keyPrefix,omitempty"`
 	ProjectID string    `json:"projectId,omitempty"`
+	// EmailVerified tells whether the caller's member has verified their e-mail.
+	EmailVerified bool `json:"emailVerified"`
 }
 
 // GetWorkspace answers GET /api/workspace.
 func (h Handlers) GetWorkspace(w http.ResponseWriter, r *http.Request) error {
 	p := api.PrincipalFrom(r.Context())
 	ws, err := h.S.Workspace(r.Context(), p.WorkspaceID)
-	return api.Reply(w, http.StatusOK, WhoAmI{Workspace: ws, You: You{MemberID: p.MemberID, Role: p.Role, Via: p.KeyKind(), KeyPrefix: p.KeyPrefix, ProjectID: p.ProjectID}}, err)
+	if err != nil {
+		return err
+	}
+	you := You{MemberID: p.MemberID, Role: p.Role, Via: p.KeyKind(), KeyPrefix: p.KeyPrefix, ProjectID: p.ProjectID}
+	if p.MemberID != "" {
+		m, err := h.S.Member(r.Context(), p.WorkspaceID, p.MemberID)
+		if err != nil {
+			return err
+		}
+		you.EmailVerified = m.EmailVerified
+	}
+	return api.Reply(w, http.StatusOK, WhoAmI{Workspace: ws, You: you}, nil)
 }
 
 // KeyList is the answer of GET /api/keys.
@@ -204,4 +217,22 @@ func (h Handlers) DisableTOTP(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return api.Reply(w, http.StatusOK, TOTPState{TwoFactor: false}, h.S.DisableTOTP(r.Context(), api.PrincipalFrom(r.Context()), req.Code))
+}
+
+// RequestEmailVerification answers POST /api/account/email/verification:
+// a verification token is mailed to the caller.
+func (h Handlers) RequestEmailVerification(w http.ResponseWriter, r *http.Request) error {
+	out, err := h.S.RequestEmailVerification(r.Context(), api.PrincipalFrom(r.Context()))
+	return api.Reply(w, http.StatusAccepted, out, err)
+}
+
+// VerifyEmail answers POST /api/account/email/verify {token} (no
+// credentials: the token is one).
+func (h Handlers) VerifyEmail(w http.ResponseWriter, r *http.Request) error {
+	var req VerifyRequest
+	if err := api.Decode(r, &req, false); err != nil {
+		return err
+	}
+	m, err := h.S.VerifyEmail(r.Context(), req)
+	return api.Reply(w, http.StatusOK, MemberAnswer{Member: m}, err)
 }

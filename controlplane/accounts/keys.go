@@ -154,9 +154,14 @@ func (s *Service) CreateKey(ctx context.Context, p *auth.Principal, req CreateKe
 		t := now.Add(time.Duration(req.ExpiresInDays) * 24 * time.Hour)
 		k.ExpiresAt = &t
 	}
-	err := s.store.CreateKey(ctx, KeyRecord{Key: k, WorkspaceID: p.WorkspaceID, SecretHash: hash}, func(active int) error {
-		if active >= MaxKeysPerWorkspace {
-			return api.E(api.KindConflict, "key_limit", "a workspace holds at most %d active keys; revoke some first", MaxKeysPerWorkspace)
+	err := s.store.CreateKey(ctx, KeyRecord{Key: k, WorkspaceID: p.WorkspaceID, SecretHash: hash}, func(workspaceActive, memberActive int) error {
+		if memberActive >= MaxKeysPerMember {
+			return api.E(api.KindConflict, "key_limit_member", "a member holds at most %d unrevoked keys and you have %d; revoke some first", MaxKeysPerMember, memberActive).
+				With("limit", MaxKeysPerMember).With("current", memberActive)
+		}
+		if workspaceActive >= MaxKeysPerWorkspace {
+			return api.E(api.KindConflict, "key_limit", "a workspace holds at most %d unrevoked keys; revoke some first", MaxKeysPerWorkspace).
+				With("limit", MaxKeysPerWorkspace).With("current", workspaceActive)
 		}
 		return nil
 	}, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "key.create", Category: audit.CategoryKey,

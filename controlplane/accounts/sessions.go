@@ -40,53 +40,70 @@ type SignedIn struct {
 var errSignIn = api.E(api.KindUnauthenticated, "invalid_credentials", "wrong e-mail, password or code")
 
 // SignIn checks a member's password (and TOTP code when enabled) and opens a
-// dashboard session. Failures are throttled per e-mail and per client address.
+// dashboard session. Attempts are throttled per e-mail and client address,
+// per client address, and per e-mail from addresses it has not signed in
+// from (throttle.go); an attempt takes its place in those limits before
+// the password is checked, and gives it back only when it succeeds.
 func (s *Service) SignIn(ctx context.Context, req SignInRequest, clientAddr string) (SignedIn, error) {
 	now := s.clock.Now()
 	email := strings.ToLower(strings.TrimSpace(req.Email))
-	for _, k := range []string{"email:" + email, "addr:" + clientAddr} {
-		if wait := s.signIns.wait(k, now); wait > 0 {
-			e := api.E(api.KindRateLimited, "too_many_attempts", "too many failed sign-ins; try again in %d seconds", int(wait.Seconds())+1)
-			e.RetryAfter = int(wait.Seconds()) + 1
-			return SignedIn{}, e
+	pair := "pair:" + clientAddr + "|" + email
+	slots := []slot{
+		{key: pair, rule: rule{SignInPairLimit, SignInPairWindow}},
+		{key: "addr:" + clientAddr, rule: rule{SignInAddrLimit, SignInAddrWindow}},
+	}
+	if !s.signIns.isKnown(email, clientAddr, now) {
+		slots = append(slots, slot{key: "account:" + email, rule: rule{SignInAccountLimit, SignInAccountWindow}})
+	}
+	res, wait := s.signIns.reserve(now, slots...)
+	if res == nil {
+		secs := int(wait.Seconds()) + 1
+		e := api.E(api.KindRateLimited, "too_many_attempts", "too many failed sign-ins; try again in %d seconds", secs)
+		e.RetryAfter = secs
+		return SignedIn{}, e
+	}
+	ok := false
+	defer func() {
+		if ok {
+			res.release()
 		}
-	}
-	fail := func() (SignedIn, error) {
-		s.signIns.fail("email:"+email, now)
-		s.signIns.fail("addr:"+clientAddr, now)
-		return SignedIn{}, errSignIn
-	}
+	}()
 	cands, err := s.store.SignInCandidates(ctx, email, req.WorkspaceID)
 	if err != nil {
+		ok = true // not an attempt that failed
 		return SignedIn{}, err
 	}
 	if len(cands) > 1 {
+		ok = true
 		return SignedIn{}, api.Invalid("this e-mail signs in to several workspaces: send workspaceId")
 	}
+	s.passwordChecks.Add(1)
 	if len(cands) == 0 || cands[0].PasswordHash == "" {
 		// Spend the same work as a real check so timing does not tell
 		// whether the e-mail exists.
 		passhash.Verify(s.dummyHash(), req.Password)
-		return fail()
+		return SignedIn{}, errSignIn
 	}
 	c := cands[0]
-	if ok, _ := passhash.Verify(c.PasswordHash, req.Password); !ok {
-		return fail()
+	if match, _ := passhash.Verify(c.PasswordHash, req.Password); !match {
+		return SignedIn{}, errSignIn
 	}
 	if c.TOTP.Enabled {
-		step, ok := auth.CheckTOTP(c.TOTP.Secret, req.Code, now, c.TOTP.LastStep)
-		if !ok {
-			return fail()
+		step, valid := auth.CheckTOTP(c.TOTP.Secret, req.Code, now, c.TOTP.LastStep)
+		if !valid {
+			return SignedIn{}, errSignIn
 		}
 		claimed, err := s.store.ClaimTOTPStep(ctx, c.MemberID, step)
 		if err != nil {
 			return SignedIn{}, err
 		}
 		if !claimed {
-			return fail()
+			return SignedIn{}, errSignIn
 		}
 	}
-	s.signIns.reset("email:" + email)
+	ok = true
+	s.signIns.reset(pair)
+	s.signIns.remember(email, clientAddr, now)
 	token := "svcsess_" + auth.RandomString(48)
 	csrf := auth.RandomString(32)
 	out := SignedIn{WorkspaceID: c.WorkspaceID, ExpiresAt: now.Add(SessionLifetime), CSRFToken: csrf, SecondFactor: c.TOTP.Enabled, token: token}

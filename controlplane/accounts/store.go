@@ -44,9 +44,10 @@ type Store interface {
 	// Keys lists the workspace's keys, newest first, leaving out ephemeral
 	// ones: every key when member is nil, otherwise only *member's.
 	Keys(ctx context.Context, workspace string, member *string) ([]Key, error)
-	// CreateKey stores k once check accepts the count of the workspace's
-	// unrevoked keys.
-	CreateKey(ctx context.Context, k KeyRecord, check func(active int) error, ev audit.Event) error
+	// CreateKey stores k once check accepts the counts of the workspace's
+	// unrevoked keys and of k's member's unrevoked keys (ephemeral ones
+	// left out of the member's).
+	CreateKey(ctx context.Context, k KeyRecord, check func(workspaceActive, memberActive int) error, ev audit.Event) error
 	// RevokeKey loads a key of the workspace (404 when absent or ephemeral)
 	// and lets apply decide; when apply returns true, having set
 	// k.RevokedAt, the revocation is stored.
@@ -102,6 +103,18 @@ type Store interface {
 	// UpdateTOTP loads a member's two-factor state, lets apply change it, and
 	// stores it.
 	UpdateTOTP(ctx context.Context, member string, apply func(t *TOTP) error, ev audit.Event) error
+
+	// CreateEmailVerification stores a verification token, replacing the
+	// member's earlier ones and sweeping expired ones.
+	CreateEmailVerification(ctx context.Context, v EmailVerification, ev audit.Event) error
+	// VerifyEmail finds the verification whose token hashes to tokenHash
+	// (store.ErrNotFound when none), lets check refuse it given the member's
+	// current e-mail, then marks the member's e-mail verified and deletes
+	// every token of the member. ev receives the member's workspace.
+	VerifyEmail(ctx context.Context, tokenHash []byte, check func(v EmailVerification, currentEmail string) error, ev func(workspace string, m Member) audit.Event) (Member, error)
+	// OwnerEmailVerified reports whether an active owner of the workspace
+	// has a verified e-mail.
+	OwnerEmailVerified(ctx context.Context, workspace string) (bool, error)
 
 	// Close releases what the store holds (prepared statements).
 	Close() error
@@ -255,8 +268,10 @@ func optTimeString(t *time.Time) string {
 func (s *SQLStore) Workspace(ctx context.Context, id string) (Workspace, error) {
 	var w Workspace
 	var created, plan string
-	err := s.db.QueryRowContext(ctx, `SELECT id, name, plan, created_at FROM workspaces WHERE id = ?`, id).
-		Scan(&w.ID, &w.Name, &plan, &created)
+	err := s.db.QueryRowContext(ctx, `SELECT id, name, plan, created_at,
+			EXISTS (SELECT 1 FROM members WHERE workspace_id = workspaces.id AND role = 'owner' AND status = 'active' AND email_verified = 1)
+		FROM workspaces WHERE id = ?`, id).
+		Scan(&w.ID, &w.Name, &plan, &created, &w.OwnerEmailVerified)
 	if errors.Is(err, sql.ErrNoRows) {
 		return w, api.NotFound("workspace")
 	}
@@ -380,13 +395,14 @@ func (s *SQLStore) Keys(ctx context.Context, workspace string, member *string) (
 }
 
 // CreateKey implements Store.
-func (s *SQLStore) CreateKey(ctx context.Context, k KeyRecord, check func(active int) error, ev audit.Event) error {
+func (s *SQLStore) CreateKey(ctx context.Context, k KeyRecord, check func(workspaceActive, memberActive int) error, ev audit.Event) error {
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM api_keys WHERE workspace_id = ? AND revoked_at = ''`, k.WorkspaceID).Scan(&n); err != nil {
+		var ws, member int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*), count(CASE WHEN member_id = ? AND ephemeral = 0 THEN 1 END)
+			FROM api_keys WHERE workspace_id = ? AND revoked_at = ''`, k.MemberID, k.WorkspaceID).Scan(&ws, &member); err != nil {
 			return err
 		}
-		if err := check(n); err != nil {
+		if err := check(ws, member); err != nil {
 			return err
 		}
 		if err := insertKey(ctx, tx, k); err != nil {

@@ -93,9 +93,9 @@ func TestSQLStoreRefusalStoresNothing(t *testing.T) {
 		{"key limit", func(st *accounts.SQLStore) error {
 			k := accounts.KeyRecord{WorkspaceID: "ws_1", SecretHash: auth.HashSecret("k2"),
 				Key: accounts.Key{ID: "key_2", Name: "k2", Prefix: "svc_k2", Access: "full", MemberID: "mem_owner", CreatedAt: t0}}
-			return st.CreateKey(ctx, k, func(active int) error {
-				if active != 1 {
-					return fmt.Errorf("active = %d, want 1", active)
+			return st.CreateKey(ctx, k, func(active, member int) error {
+				if active != 1 || member != 1 {
+					return fmt.Errorf("active = %d, member %d, want 1, 1", active, member)
 				}
 				return errRefused
 			}, audit.Event{Workspace: "ws_1", Action: "key.create"})
@@ -201,7 +201,7 @@ func TestSQLStore(t *testing.T) {
 	exp := t0.Add(24 * time.Hour)
 	devKey := accounts.KeyRecord{WorkspaceID: "ws_1", SecretHash: auth.HashSecret("dev secret"),
 		Key: accounts.Key{ID: "key_dev", Name: "dev", Prefix: "svc_dev", Access: "read_only", MemberID: "mem_dev", CreatedAt: t0.Add(time.Second), ExpiresAt: &exp}}
-	if err := st.CreateKey(ctx, devKey, func(int) error { return nil }, audit.Event{Workspace: "ws_1", Action: "key.create"}); err != nil {
+	if err := st.CreateKey(ctx, devKey, func(int, int) error { return nil }, audit.Event{Workspace: "ws_1", Action: "key.create"}); err != nil {
 		t.Fatal(err)
 	}
 	mine := "mem_dev"

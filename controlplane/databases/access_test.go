@@ -107,3 +107,25 @@ func TestMetered(t *testing.T) {
 		}
 	}
 }
+
+// A project in teardown_failed takes reads and deletes only: queries that
+// write are refused with 409 project_teardown_failed, reads and exports
+// run, and the database can be deleted.
+func TestTeardownFailedReadsOnly(t *testing.T) {
+	e := newEnv(t, plans.Pro)
+	id := e.create("main")
+	e.run(e.Owner, id, "CREATE TABLE t(a); INSERT INTO t VALUES (1)")
+	if _, err := e.CP.DB.Exec(`UPDATE projects SET status = 'teardown_failed' WHERE id = ?`, e.project); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"INSERT INTO t VALUES (2)", "DELETE FROM t", "CREATE TABLE u(a)", "SELECT 1; UPDATE t SET a = 3"} {
+		t.Run(q, func(t *testing.T) {
+			expect(t, e.Owner.Do("POST", "/api/databases/"+id, sqlBody(q)), http.StatusConflict, "project_teardown_failed")
+		})
+	}
+	if a := e.run(e.Owner, id, "SELECT count(*) AS n FROM t"); a.Results[0]["n"] != float64(1) {
+		t.Fatalf("rows %v", a.Results)
+	}
+	e.Owner.Must(http.StatusOK, "POST", "/api/databases/"+id+"/export", map[string]any{})
+	e.Owner.Must(http.StatusOK, "DELETE", "/api/databases/"+id, nil)
+}

@@ -19,6 +19,10 @@ const diskSpare = 256 << 20
 // limit, platform problems are 5xx. The failing statement's index is in
 // "statement".
 func (s *Service) queryError(ctx context.Context, rec record, err error, lim Limits) error {
+	var ae *api.Error
+	if errors.As(err, &ae) { // the storage hold, applied before the commit
+		return ae
+	}
 	var se *stmtError
 	denied := ""
 	idx := -1
@@ -47,8 +51,11 @@ func (s *Service) sqlError(ctx context.Context, rec record, err error, denied st
 		e.RetryAfter = 1
 		return e
 	case errors.Is(err, errResultTooLarge):
-		return api.E(api.KindInvalid, "result_too_large", "the rows returned exceed %d bytes; select fewer rows or columns (LIMIT and OFFSET page through them)", lim.MaxResultBytes).
-			With("limit", lim.MaxResultBytes)
+		return api.E(api.KindInvalid, "result_too_large", "the rows returned by the request, all statements together, exceed the answer limit of %d bytes; nothing was kept: select fewer rows or columns (LIMIT and OFFSET page through them) or split the batch", lim.MaxResultBytes).
+			With("limit", lim.MaxResultBytes).With("limitName", "result_bytes")
+	case errors.Is(err, errResultTooManyRows):
+		return api.E(api.KindInvalid, "result_too_large", "the rows returned by the request, all statements together, exceed the answer limit of %d rows; nothing was kept: select fewer rows (LIMIT and OFFSET page through them) or split the batch", lim.MaxResultRows).
+			With("limit", lim.MaxResultRows).With("limitName", "result_rows")
 	case errors.Is(err, errClosed):
 		return api.AsError(s.unreachable(ctx, rec, err))
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:

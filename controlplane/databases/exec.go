@@ -58,8 +58,16 @@ type job struct {
 	readOnly bool
 	// timeout bounds the time the statements run.
 	timeout time.Duration
-	// maxResult bounds the encoded rows kept.
+	// maxResult bounds the encoded rows kept, all statements together.
 	maxResult int
+	// maxRows bounds the rows kept, all statements together.
+	maxRows int
+	// gate applies the storage hold on the writer before the commit; nil
+	// when the workspace pays for storage past its allowance.
+	gate *gate
+	// lateHold applies the storage hold to a job guessed read-only that
+	// turned out to write, before it runs again on the writer.
+	lateHold func() (*gate, error)
 }
 
 // outcome is what one statement returned.
@@ -82,8 +90,13 @@ func (e *stmtError) Error() string { return fmt.Sprintf("statement %d: %v", e.in
 // Unwrap returns the cause.
 func (e *stmtError) Unwrap() error { return e.err }
 
-// errResultTooLarge refuses results that would not fit in an answer.
+// errResultTooLarge refuses a request whose rows, all statements
+// together, would not fit in an answer's byte limit.
 var errResultTooLarge = errors.New("databases: result too large")
+
+// errResultTooManyRows refuses a request whose rows, all statements
+// together, pass the answer's row limit.
+var errResultTooManyRows = errors.New("databases: result has too many rows")
 
 // errTimeout is a job that ran past its time and was interrupted.
 var errTimeout = errors.New("databases: query time limit")
@@ -108,6 +121,11 @@ func (h *handle) run(ctx context.Context, j *job, size int64) ([]outcome, int64,
 		out, err := h.runRead(ctx, j, size)
 		if !errors.Is(err, errMisrouted) {
 			return out, -1, timeoutCause(ctx, err)
+		}
+		if j.lateHold != nil {
+			if j.gate, err = j.lateHold(); err != nil {
+				return nil, 0, err
+			}
 		}
 	}
 	out, size, err := h.runWrite(ctx, j)
@@ -184,10 +202,17 @@ func (h *handle) runWrite(ctx context.Context, j *job) ([]outcome, int64, error)
 			return nil
 		}
 		out, size, runErr = cn.runAll(ctx, j, true, 0)
+		var admitted func(committed bool)
+		if runErr == nil && j.gate != nil {
+			admitted, runErr = j.gate.admit(ctx, size)
+		}
 		if runErr == nil {
 			if _, err := cn.ExecContext(bg, "COMMIT", nil); err != nil {
 				runErr = err
 			}
+		}
+		if admitted != nil {
+			admitted(runErr == nil)
 		}
 		if runErr != nil {
 			cn.last = nil
@@ -228,15 +253,23 @@ func (cn *conn) runAll(ctx context.Context, j *job, writer bool, size int64) ([]
 		prev = *cn.last
 		cn.last = nil // unknown until the request succeeds
 	}
+	// The answer's budget is shared by every statement of the request, so
+	// a batch of large results is bounded as a whole, not per statement.
+	bytesLeft, rowsLeft := j.maxResult, j.maxRows
 	for i, st := range j.stmts {
 		last := i == len(j.stmts)-1
+		keep := j.all || last
 		start := time.Now()
-		rows, n, err := cn.runStatement(ctx, st.SQL, j.args[i], j.all || last, j.maxResult)
+		rows, n, err := cn.runStatement(ctx, st.SQL, j.args[i], keep, bytesLeft, rowsLeft)
 		if err != nil {
 			if !writer && isReadOnlyRefusal(err) {
 				return nil, 0, errMisrouted
 			}
 			return nil, 0, &stmtError{index: i, err: err, denied: cn.denied}
+		}
+		if keep {
+			bytesLeft -= len(rows)
+			rowsLeft -= int(n)
 		}
 		m := Meta{RowsRead: n}
 		if writer {
@@ -273,8 +306,9 @@ func isReadOnlyRefusal(err error) bool {
 }
 
 // runStatement runs one statement and reads all of its rows, encoding them
-// when keep. It returns the rows and how many there were.
-func (cn *conn) runStatement(ctx context.Context, sql string, args []driver.NamedValue, keep bool, maxResult int) (json.RawMessage, int64, error) {
+// when keep, at most maxBytes of them and maxRows rows. It returns the rows
+// and how many there were.
+func (cn *conn) runStatement(ctx context.Context, sql string, args []driver.NamedValue, keep bool, maxBytes, maxRows int) (json.RawMessage, int64, error) {
 	cn.denied = ""
 	dr, err := cn.QueryContext(ctx, sql, args)
 	if err != nil {
@@ -307,8 +341,11 @@ func (cn *conn) runStatement(ctx context.Context, sql string, args []driver.Name
 		}
 		n++
 		if enc != nil {
+			if n > int64(maxRows) {
+				return nil, n, errResultTooManyRows
+			}
 			enc.add(dest)
-			if enc.size() > maxResult {
+			if enc.size() > maxBytes {
 				return nil, n, errResultTooLarge
 			}
 		}

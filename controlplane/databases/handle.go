@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/svcplatform/platform/controlplane/clock"
 )
 
 // readers is how many read-only connections a database keeps open.
@@ -28,6 +30,8 @@ type handle struct {
 	// ctx ends when the handle closes: running statements are interrupted.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// clock tells when the handle was last used (for closing idle ones).
+	clock clock.Clock
 
 	mu       sync.Mutex
 	refs     int
@@ -51,7 +55,7 @@ var errExportActive = errors.New("databases: export active")
 var errClosed = errors.New("databases: database closed")
 
 // openHandle opens the database file at path; create makes the file.
-func openHandle(id, path string, create bool, maxPages int64) (*handle, error) {
+func openHandle(id, path string, create bool, maxPages int64, clk clock.Clock) (*handle, error) {
 	registerDriver()
 	init := []string{fmt.Sprintf("PRAGMA max_page_count = %d", maxPages)}
 	w := sql.OpenDB(&connector{dsn: dsn(path, create, false), init: init})
@@ -68,7 +72,7 @@ func openHandle(id, path string, create bool, maxPages int64) (*handle, error) {
 	r.SetMaxIdleConns(2)
 	r.SetConnMaxIdleTime(time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &handle{id: id, path: path, writeSlot: make(chan struct{}, 1), writer: w, readers: r, ctx: ctx, cancel: cancel, lastUsed: time.Now()}
+	h := &handle{id: id, path: path, writeSlot: make(chan struct{}, 1), writer: w, readers: r, ctx: ctx, cancel: cancel, clock: clk, lastUsed: clk.Now()}
 	h.idle = sync.NewCond(&h.mu)
 	return h, nil
 }
@@ -81,7 +85,7 @@ func (h *handle) pin() error {
 		return errClosed
 	}
 	h.refs++
-	h.lastUsed = time.Now()
+	h.lastUsed = h.clock.Now()
 	return nil
 }
 
@@ -96,8 +100,9 @@ func (h *handle) leave() {
 }
 
 // waitExport waits up to wait for a running export to finish; a database
-// takes no queries while it exports.
-func (h *handle) waitExport(ctx context.Context, wait time.Duration) error {
+// takes no queries while it exports. waiting, when not nil, is called as
+// the wait begins (tests synchronise on it).
+func (h *handle) waitExport(ctx context.Context, wait time.Duration, waiting func()) error {
 	h.mu.Lock()
 	run := h.export
 	h.mu.Unlock()
@@ -107,11 +112,14 @@ func (h *handle) waitExport(ctx context.Context, wait time.Duration) error {
 	if wait <= 0 {
 		return errExportActive
 	}
+	if waiting != nil {
+		waiting()
+	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-run.done:
-		return h.waitExport(ctx, wait)
+		return h.waitExport(ctx, wait, waiting)
 	case <-t.C:
 		return errExportActive
 	case <-h.ctx.Done():

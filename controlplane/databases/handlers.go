@@ -1,6 +1,7 @@
 package databases
 
 import (
+	"io"
 	"net/http"
 	"os"
 
@@ -61,16 +62,17 @@ func (h Handlers) Query(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		api.WriteJSON(w, http.StatusOK, out)
+		writeAnswer(w, func(w io.Writer) error { _, err := out.WriteTo(w); return err })
 	case req.SQL != nil:
 		out, err := h.S.Exec(r.Context(), p, id, *req.SQL, req.Params)
 		if err != nil {
 			return err
 		}
-		api.WriteJSON(w, http.StatusOK, out)
+		writeAnswer(w, func(w io.Writer) error { _, err := out.WriteTo(w); return err })
 	default:
 		return api.Invalid("sql is required (or batch)")
 	}
+	// A write error means the client went away; there is no one to tell.
 	return nil
 }
 

@@ -7,3 +7,7 @@ func PauseExports(s *Service, release <-chan struct{}) {
 	f := exportPause(func(string) { <-release })
 	s.pause.Store(&f)
 }
+
+// OnExportWait calls f each time a query of s starts waiting for a running
+// export.
+func OnExportWait(s *Service, f func()) { s.exportWaiting.Store(&f) }

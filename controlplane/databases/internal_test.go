@@ -4,18 +4,23 @@ import (
 	"context"
 	"database/sql/driver"
 	"encoding/json"
+	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
+
+	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/plans"
 )
 
 // Every customer connection carries the specification's limits and the
 // settings that make commits durable.
 func TestConnectionSettings(t *testing.T) {
-	h, err := openHandle("db_x", filepath.Join(t.TempDir(), "x.db"), true, 1000)
+	h, err := openHandle("db_x", filepath.Join(t.TempDir(), "x.db"), true, 1000, clock.System{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,8 +154,10 @@ func TestHandlesEvictIdle(t *testing.T) {
 	dir := t.TempDir()
 	hs := newHandles(2)
 	defer hs.closeAll()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	open := func(id string) *handle {
-		h, err := hs.get(id, func() (*handle, error) { return openHandle(id, filepath.Join(dir, id+".db"), true, 1000) })
+		clk.Advance(time.Second)
+		h, err := hs.get(id, func() (*handle, error) { return openHandle(id, filepath.Join(dir, id+".db"), true, 1000, clk) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,5 +189,107 @@ func TestHandlesEvictIdle(t *testing.T) {
 	open("d")
 	if len(hs.m) != 3 {
 		t.Fatalf("open: %d", len(hs.m))
+	}
+	// Of two idle handles the one used longer ago on the injected clock
+	// closes first, whatever the wall clock says.
+	hs2 := newHandles(2)
+	defer hs2.closeAll()
+	get := func(id string) *handle {
+		h, err := hs2.get(id, func() (*handle, error) { return openHandle(id, filepath.Join(dir, id+".db"), true, 1000, clk) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	x := get("x")
+	clk.Advance(time.Second)
+	get("y")
+	clk.Advance(time.Second)
+	x.pin() // x is now the more recently used
+	x.leave()
+	get("z")
+	if _, ok := hs2.m["y"]; ok {
+		t.Fatal("y, used longest ago, still open")
+	}
+	if _, ok := hs2.m["x"]; !ok {
+		t.Fatal("x, used recently, closed")
+	}
+}
+
+// The gate holds by effect: once the workspace is at its allowance, a
+// request the hold lets run by its verbs (DELETE, DROP, ...) commits only if
+// it grew the database by at most effectSlack; one it stops by its verbs
+// never commits; below the line both commit, and a failed commit puts the
+// size back.
+func TestGateByEffect(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		other, before int64
+		after         int64
+		adds          bool
+		held          bool
+	}{
+		{"under the line, adds", 100, 200, 5000, true, false},
+		{"crossing the line, adds", 100, 800, 5000, true, false},
+		{"at the line, adds", 200, 800, 800, true, true},
+		{"over, shrinks", 900, 800, 100, false, false},
+		{"over, grows within slack", 900, 800, 800 + effectSlack, false, false},
+		{"over, grows past slack", 900, 800, 801 + effectSlack, false, true},
+		{"over, adds but shrinks", 900, 800, 100, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Service{storage: newStorage()}
+			s.storage.set("db_a", tc.before)
+			s.storage.set("db_b", tc.other)
+			g := &gate{s: s, rec: record{ID: "db_a", Workspace: "ws"}, ids: []string{"db_a", "db_b"}, allowance: 1000,
+				plan: plans.Of(plans.Hobby), adds: tc.adds}
+			done, err := g.admit(context.Background(), tc.after)
+			if tc.held {
+				if api.AsError(err) == nil || api.AsError(err).Code != "usage_limit" {
+					t.Fatalf("admitted: %v", err)
+				}
+				if n, _ := s.storage.size("db_a"); n != tc.before {
+					t.Fatalf("size %d after a refusal", n)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := s.storage.size("db_a"); n != tc.after {
+				t.Fatalf("size %d, want the reserved %d", n, tc.after)
+			}
+			done(false)
+			if n, _ := s.storage.size("db_a"); n != tc.before {
+				t.Fatalf("size %d after a failed commit, want %d", n, tc.before)
+			}
+		})
+	}
+}
+
+// Storage past the allowance costs 1.00 dollar per GB-month, charged by
+// the day: the month's price over the month's days, rounded up to the
+// micro-dollar.
+func TestDailyStorageCharge(t *testing.T) {
+	for _, tc := range []struct {
+		over int64
+		day  string
+		want int64
+	}{
+		{0, "2026-11-02", 0},
+		{-5, "2026-11-02", 0},
+		{1, "2026-11-02", 1},
+		{plans.GB, "2026-11-02", 33_334}, // 30 days
+		{plans.GB, "2026-12-31", 32_259}, // 31 days
+		{plans.GB, "2026-02-10", 35_715}, // 28 days
+		{30 * plans.GB, "2026-11-02", 1_000_000},
+		{100 * 10 * plans.GB, "2026-11-02", 33_333_334},
+	} {
+		t.Run(fmt.Sprint(tc.over, tc.day), func(t *testing.T) {
+			day, _ := time.Parse(time.DateOnly, tc.day)
+			if got := DailyStorageCharge(tc.over, day); got != tc.want {
+				t.Fatalf("%d micro-dollars, want %d", got, tc.want)
+			}
+		})
 	}
 }

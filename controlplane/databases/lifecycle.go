@@ -25,9 +25,6 @@ import (
 // EngineSQLite is the one engine offered.
 const EngineSQLite = "sqlite"
 
-// unofferedEngines answer 501: known engines the platform does not run.
-var unofferedEngines = map[string]bool{"postgres": true, "mysql": true, "redis": true}
-
 // MaxNameLen bounds a database name.
 const MaxNameLen = 100
 
@@ -148,13 +145,16 @@ func validName(name string) (string, error) {
 
 func validEngine(engine string) (string, error) {
 	e := strings.ToLower(strings.TrimSpace(engine))
-	switch {
-	case e == "" || e == EngineSQLite:
+	if e == "" || e == EngineSQLite {
 		return EngineSQLite, nil
-	case unofferedEngines[e]:
-		return "", api.E(api.KindNotImplemented, "engine_unavailable", "engine %s is not offered: databases run the sqlite engine", e)
 	}
-	return "", api.Invalid("engine %q is unknown: the engine is sqlite (the default)", engine)
+	// The specification: any engine other than sqlite answers 501, known
+	// (postgres, mysql, redis) or not.
+	if len(e) > 40 {
+		e = e[:40] + "..."
+	}
+	return "", api.E(api.KindNotImplemented, "engine_unavailable", "engine %q is not offered: databases run the sqlite engine (the default; omit engine)", e).
+		With("engine", EngineSQLite)
 }
 
 // Create makes a database in a project: a row that holds its place in the
@@ -249,7 +249,7 @@ func (s *Service) createFile(ctx context.Context, id string) error {
 	if err := removeFiles(path); err != nil { // a failed attempt's leftovers
 		return err
 	}
-	h, err := openHandle(id, path, true, s.maxPages())
+	h, err := openHandle(id, path, true, s.maxPages(), s.d.Clock)
 	if err != nil {
 		return err
 	}
@@ -455,7 +455,7 @@ func (s *Service) openExisting(ctx context.Context, id string) (*handle, error) 
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("databases: open %s: %w", id, err)
 	}
-	h, err := openHandle(id, path, false, s.maxPages())
+	h, err := openHandle(id, path, false, s.maxPages(), s.d.Clock)
 	if err != nil {
 		return nil, err
 	}

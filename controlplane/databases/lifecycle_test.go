@@ -2,6 +2,7 @@ package databases_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -62,7 +63,10 @@ func TestCreateRefused(t *testing.T) {
 		{"postgres", "", map[string]any{"name": "a", "engine": "postgres"}, 501, "engine_unavailable"},
 		{"mysql", "", map[string]any{"name": "a", "engine": "mysql"}, 501, "engine_unavailable"},
 		{"redis", "", map[string]any{"name": "a", "engine": "Redis"}, 501, "engine_unavailable"},
-		{"other engine", "", map[string]any{"name": "a", "engine": "oracle"}, 400, "invalid_request"},
+		{"foo", "", map[string]any{"name": "a", "engine": "foo"}, 501, "engine_unavailable"},
+		{"oracle", "", map[string]any{"name": "a", "engine": "oracle"}, 501, "engine_unavailable"},
+		{"sqlite3", "", map[string]any{"name": "a", "engine": "sqlite3"}, 501, "engine_unavailable"},
+		{"long engine", "", map[string]any{"name": "a", "engine": strings.Repeat("x", 500)}, 501, "engine_unavailable"},
 		{"no name", "", map[string]any{"engine": "sqlite"}, 400, "invalid_request"},
 		{"blank name", "", map[string]any{"name": "  "}, 400, "invalid_request"},
 		{"long name", "", map[string]any{"name": strings.Repeat("n", 101)}, 400, "invalid_request"},
@@ -82,6 +86,24 @@ func TestCreateRefused(t *testing.T) {
 		e.create("db" + string(rune('a'+i)))
 	}
 	expect(t, e.Owner.Do("POST", "/api/projects/"+e.project+"/databases", map[string]any{"name": "eleventh"}), 402, "plan_limit")
+}
+
+// An empty or omitted engine, or sqlite in any case, is sqlite.
+func TestCreateEngineDefault(t *testing.T) {
+	e := newEnv(t, plans.Pro)
+	for i, body := range []map[string]any{
+		{"name": "omitted"},
+		{"name": "empty", "engine": ""},
+		{"name": "upper", "engine": " SQLite "},
+	} {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			var out databases.DatabaseAnswer
+			e.Owner.Must(http.StatusCreated, "POST", "/api/projects/"+e.project+"/databases", body).JSON(t, &out)
+			if out.Database.Engine != databases.EngineSQLite {
+				t.Fatalf("engine %q", out.Database.Engine)
+			}
+		})
+	}
 }
 
 // Hobby holds one database; a second is refused until the first goes.

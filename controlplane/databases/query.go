@@ -202,18 +202,35 @@ func (s *Service) run(ctx context.Context, p *auth.Principal, id string, j *job)
 		}
 		j.readOnly = j.readOnly && st.ReadOnly()
 	}
+	if !j.readOnly {
+		// A project whose deletion failed takes reads and deletes only.
+		if g, ok := s.d.Projects.(activeGuard); ok {
+			if err := g.RequireActive(ctx, rec.Project); err != nil {
+				return nil, err
+			}
+		}
+	}
 	h, err := s.pinned(ctx, rec.ID)
 	if err != nil {
 		return nil, s.unreachable(ctx, rec, err)
 	}
 	defer h.leave()
-	if err := s.hold(ctx, rec, h, j.stmts); err != nil {
+	// Requests whose statements all read (SELECT, EXPLAIN) cannot add
+	// data: the hold, before and on the writer, is for the others.
+	hold := func() (*gate, error) { return s.hold(ctx, rec, h, j.stmts) }
+	if j.readOnly {
+		j.lateHold = hold // should one write after all, on the writer
+	} else if j.gate, err = hold(); err != nil {
 		return nil, err
 	}
-	if err := h.waitExport(ctx, lim.ExportWait); err != nil {
+	var waiting func()
+	if f := s.exportWaiting.Load(); f != nil {
+		waiting = *f
+	}
+	if err := h.waitExport(ctx, lim.ExportWait, waiting); err != nil {
 		return nil, s.unreachable(ctx, rec, err)
 	}
-	j.timeout, j.maxResult = lim.QueryTimeout, lim.MaxResultBytes
+	j.timeout, j.maxResult, j.maxRows = lim.QueryTimeout, lim.MaxResultBytes, lim.MaxResultRows
 	size, _ := s.storage.size(rec.ID)
 	out, size, err := h.run(ctx, j, size)
 	if err != nil {

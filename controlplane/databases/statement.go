@@ -9,7 +9,7 @@ type Verb uint8
 
 // The verbs the service tells apart.
 const (
-	VerbOther       Verb = iota // ANALYZE, REINDEX, ATTACH, ... and anything unknown
+	VerbOther       Verb = iota // ATTACH, DETACH, ... and anything unknown
 	VerbSelect                  // SELECT, VALUES, WITH ... SELECT
 	VerbExplain                 // EXPLAIN [QUERY PLAN] ...: never runs the statement
 	VerbInsert                  // INSERT (with or without ON CONFLICT: the spec's UPSERT)
@@ -23,9 +23,11 @@ const (
 	VerbTransaction             // BEGIN, COMMIT, END, ROLLBACK: refused, a request is a transaction
 	VerbSavepoint               // SAVEPOINT, RELEASE, ROLLBACK TO: fine inside the request's transaction
 	VerbVacuum                  // VACUUM: refused, it cannot run inside a transaction nor copy the file
+	VerbAnalyze                 // ANALYZE: writes statistics rows (sqlite_stat1, sqlite_stat4)
+	VerbReindex                 // REINDEX: rewrites indexes
 )
 
-var verbNames = [...]string{"other", "select", "explain", "insert", "replace", "update", "delete", "create", "alter", "drop", "pragma", "transaction", "savepoint", "vacuum"}
+var verbNames = [...]string{"other", "select", "explain", "insert", "replace", "update", "delete", "create", "alter", "drop", "pragma", "transaction", "savepoint", "vacuum", "analyze", "reindex"}
 
 // String names the verb.
 func (v Verb) String() string {
@@ -52,11 +54,14 @@ type Statement struct {
 
 // AddsData reports whether the statement is one the storage hold stops:
 // INSERT (UPSERT included), REPLACE, UPDATE, CREATE and ALTER, also when
-// introduced by WITH. DELETE is held separately, only on databases with
-// triggers.
+// introduced by WITH; ANALYZE (it writes statistics rows) and REINDEX (it
+// rewrites indexes); and any statement whose verb is not known. DELETE is
+// held separately, on databases where it can add data (triggers,
+// foreign-key actions SET NULL and SET DEFAULT); whatever runs is also held
+// by its effect, measured inside its transaction.
 func (st Statement) AddsData() bool {
 	switch st.Verb {
-	case VerbInsert, VerbReplace, VerbUpdate, VerbCreate, VerbAlter:
+	case VerbInsert, VerbReplace, VerbUpdate, VerbCreate, VerbAlter, VerbAnalyze, VerbReindex, VerbOther:
 		return true
 	}
 	return false
@@ -179,6 +184,7 @@ var leadingVerbs = []struct {
 	{"CREATE", VerbCreate}, {"ALTER", VerbAlter}, {"DROP", VerbDrop}, {"PRAGMA", VerbPragma},
 	{"BEGIN", VerbTransaction}, {"COMMIT", VerbTransaction}, {"END", VerbTransaction}, {"ROLLBACK", VerbTransaction},
 	{"SAVEPOINT", VerbSavepoint}, {"RELEASE", VerbSavepoint}, {"VACUUM", VerbVacuum},
+	{"ANALYZE", VerbAnalyze}, {"REINDEX", VerbReindex},
 }
 
 // classify reads the verb and the parameter count of one statement.

@@ -1,0 +1,11 @@
+-- Owner e-mail verification: one outstanding token per member, stored as
+-- its SHA-256 hash, single use, expiring after 24 hours.
+
+CREATE TABLE email_verifications (
+	token_hash  BLOB PRIMARY KEY,
+	member_id   TEXT NOT NULL REFERENCES members(id) ON DELETE CASCADE,
+	email       TEXT NOT NULL,
+	created_at  TEXT NOT NULL,
+	expires_at  TEXT NOT NULL
+);
+CREATE INDEX email_verifications_member ON email_verifications(member_id);
