@@ -7,6 +7,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/billing"
 	"github.com/svcplatform/platform/controlplane/cdn"
 	"github.com/svcplatform/platform/controlplane/databases"
 	"github.com/svcplatform/platform/controlplane/deploys"
@@ -30,6 +31,7 @@ func (cp *ControlPlane) routeTable() []api.Route {
 	sec := security.Handlers{S: cp.security}
 	dbh := databases.Handlers{S: cp.databases}
 	eh := edgesync.Handlers{S: cp.edgeSync}
+	bil := billing.Handlers{L: cp.Billing}
 	const G, P, U, A, D = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete
 	return []api.Route{
 		// Workspace, keys, members, sessions.
@@ -49,6 +51,8 @@ func (cp *ControlPlane) routeTable() []api.Route {
 		{Method: P, Path: "/api/account/totp", Op: auth.OpAccount, Handler: acc.StartTOTP, Summary: "Start two-factor enrolment", Response: accounts.TOTPEnrollment{}},
 		{Method: P, Path: "/api/account/totp/confirm", Op: auth.OpAccount, Handler: acc.ConfirmTOTP, Summary: "Confirm two-factor with a code", Request: accounts.CodeRequest{}, Response: accounts.TOTPState{}},
 		{Method: D, Path: "/api/account/totp", Op: auth.OpAccount, Handler: acc.DisableTOTP, Summary: "Turn two-factor off with a code", Request: accounts.CodeRequest{}, Response: accounts.TOTPState{}},
+		{Method: P, Path: "/api/account/email/verification", Op: auth.OpEmailVerify, Handler: acc.RequestEmailVerification, Status: 202, Summary: "Mail yourself an e-mail verification token (24 hours, single use)", Response: accounts.VerificationSent{}},
+		{Method: P, Path: "/api/account/email/verify", Public: true, Handler: acc.VerifyEmail, Summary: "Redeem an e-mail verification token", Request: accounts.VerifyRequest{}, Response: accounts.MemberAnswer{}},
 
 		// Projects and environment variables.
 		{Method: P, Path: "/api/projects", Op: auth.OpProjectCreate, Handler: prj.Create, Status: 201, Summary: "Create a project", Request: projects.CreateRequest{}, Response: projects.ProjectAnswer{}},
@@ -111,7 +115,9 @@ func (cp *ControlPlane) routeTable() []api.Route {
 			Summary: "Security score and checks, with audit changes per hour over the last 24 hours", Response: security.Overview{}},
 
 		// Payments: routes are added here.
-		// Billing (Balance, credits): routes are added here.
+		// Billing: the workspace Balance, included credit and spending limit.
+		{Method: G, Path: "/api/billing", Op: auth.OpBillingRead, Handler: bil.Get, Summary: "Balance, included credit, holds, month spend and spending limit (admins)", Response: billing.Answer{}},
+		{Method: U, Path: "/api/billing/spend-limit", Op: auth.OpBillingWrite, Handler: bil.PutSpendLimit, Summary: "Set or remove the monthly spending limit (admins); null removes it", Request: billing.SpendLimitRequest{}, Response: billing.Answer{}},
 		// AI gateway and agents: routes are added here.
 
 		// Audit and activity.

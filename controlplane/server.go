@@ -23,12 +23,14 @@ import (
 	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
+	"github.com/svcplatform/platform/controlplane/billing"
 	"github.com/svcplatform/platform/controlplane/blobs"
 	"github.com/svcplatform/platform/controlplane/cdn"
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/databases"
 	"github.com/svcplatform/platform/controlplane/deploys"
 	"github.com/svcplatform/platform/controlplane/edgesync"
+	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/projects"
@@ -65,6 +67,8 @@ type Config struct {
 	// listener's registry); when nil they are kept on a registry of their
 	// own, reachable through Metrics.
 	Registerer prometheus.Registerer `json:"-"`
+	// Jobs tunes the background job runner (workers, poll interval).
+	Jobs jobs.Config `json:"jobs"`
 }
 
 // DefaultOriginProbeEvery is how often the origins of serving apps and
@@ -112,6 +116,8 @@ type ControlPlane struct {
 
 	// Foundation.
 	DB       *store.DB
+	Jobs     *jobs.Runner
+	Billing  *billing.Ledger
 	Sealer   *seal.Sealer
 	Audit    *audit.Log
 	Meter    *metering.Meter
@@ -137,6 +143,14 @@ type ControlPlane struct {
 	routes  []api.Route
 	closers []func() error
 }
+
+// jobDatabaseStorage measures database sizes and charges paid plans'
+// storage past the allowance, once a day.
+const jobDatabaseStorage = "databases.storage"
+
+// StartBackground starts the job workers; `platform serve` and
+// `platform controlplane` call it, tests run jobs with Jobs.RunDue.
+func (cp *ControlPlane) StartBackground(ctx context.Context) { cp.Jobs.Start(ctx) }
 
 // onClose registers fn to run at Close, in reverse order.
 func (cp *ControlPlane) onClose(fn func() error) { cp.closers = append(cp.closers, fn) }
@@ -178,14 +192,24 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	cp.keyCalls = metering.NewKeyCalls(cp.Meter)
 	cp.keyCalls.Run(cfg.KeyCallsFlush, func(err error) { log.Warn("metering: api key calls", "err", err) })
 	cp.onClose(cp.keyCalls.Close)
-	// jobs: built here (after the store and clock, before the areas).
-	// billing: built here (after jobs; areas that charge take it).
+	// Durable background work, and the billing ledger that AI, agents and
+	// storage past the allowance charge through.
+	cp.Jobs = jobs.New(cp.DB, clk, log, cfg.Jobs)
+	cp.onClose(cp.Jobs.Close)
+	cp.Billing = billing.New(cp.DB, clk, cp.Audit, billing.PlanFunc(cp.planOf), billing.Config{})
+	cp.Billing.RegisterJobs(cp.Jobs)
+	for _, c := range append(cp.Jobs.Collectors(), cp.Billing.Collectors()...) {
+		if err := cfg.Registerer.Register(c); err != nil {
+			return nil, fmt.Errorf("controlplane: metrics: %w", err)
+		}
+	}
 
 	// Accounts and projects.
 	if cp.Accounts, err = accounts.New(ctx, cp.DB, clk, cp.Audit, log); err != nil {
 		return nil, err
 	}
 	cp.onClose(cp.Accounts.Close)
+	cp.Accounts.SetMailer(&accounts.FileMailer{Dir: filepath.Join(cfg.DataDir, "mail"), Log: log, Now: clk.Now})
 	cp.Projects = projects.New(projects.Config{AppsDomain: cfg.AppsDomain, AppsPort: cfg.AppsPort}, cp.DB, clk, cp.Audit, cp.Meter, cp.Sealer)
 	if cp.Bootstrap, err = cp.Accounts.EnsureBootstrap(ctx, cfg.Bootstrap); err != nil {
 		return nil, err
@@ -226,6 +250,12 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	}
 	cp.onClose(cp.databases.Close)
 	cp.Projects.AddDependent(cp.databases)
+	cp.databases.SetStorageFunder(storageFunder{cp.Billing})
+	cp.Jobs.Register(jobDatabaseStorage, func(ctx context.Context, _ jobs.Job) error {
+		_, err := cp.databases.ChargeStorage(ctx)
+		return err
+	}, jobs.KindOptions{MaxAttempts: 5, Backoff: []time.Duration{time.Minute, 10 * time.Minute, time.Hour}})
+	cp.Jobs.Every(jobDatabaseStorage, 24*time.Hour)
 
 	// New areas are built here, each after what it depends on:
 	// ai (billing, accounts), vectors (projects, billing), payments

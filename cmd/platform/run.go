@@ -60,6 +60,7 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 		return err
 	}
 	defer cp.Close()
+	cp.StartBackground(ctx)
 
 	ready := func() bool { return true }
 	var ed *edge.Edge

@@ -66,6 +66,9 @@ const (
 	OpAuditRead    Op = "audit.read"
 	OpActivityRead Op = "activity.read"
 	OpUsageRead    Op = "usage.read"
+	OpEmailVerify  Op = "account.email_verify"
+	OpBillingRead  Op = "billing.read"
+	OpBillingWrite Op = "billing.write"
 	OpSecurityRead Op = "security.read"
 
 	OpShieldRead  Op = "shield.read"
@@ -120,6 +123,13 @@ var table = map[Op]Rule{
 	OpAuditRead:    {MinRole: Admin, Scope: ScopeWorkspace},
 	OpActivityRead: {MinRole: Viewer, Scope: ScopeWorkspace},
 	OpUsageRead:    {MinRole: Viewer, Scope: ScopeWorkspace},
+	// Asking for an e-mail verification message: the member's own address,
+	// with their session or one of their full-access keys.
+	OpEmailVerify: {MinRole: Viewer, Write: true, Scope: ScopeWorkspace},
+	// The workspace Balance and included credit: admins read and set the
+	// monthly spending limit; loading money is an operator command.
+	OpBillingRead:  {MinRole: Admin, Scope: ScopeWorkspace},
+	OpBillingWrite: {MinRole: Admin, Write: true, Scope: ScopeWorkspace},
 	OpSecurityRead: {MinRole: Viewer, Scope: ScopeWorkspace},
 
 	OpShieldRead:  {MinRole: Viewer, Scope: ScopeWorkspace},

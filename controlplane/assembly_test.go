@@ -1,0 +1,78 @@
+package controlplane_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/svcplatform/platform/controlplane/billing"
+	"github.com/svcplatform/platform/controlplane/cptest"
+)
+
+// TestBillingThroughTheAssembly checks the ledger is wired: a Balance loaded
+// on the control plane's ledger shows in GET /api/billing, only admins read
+// it, and the spending limit round-trips.
+func TestBillingThroughTheAssembly(t *testing.T) {
+	e := cptest.New(t)
+	ws := e.CP.Bootstrap.Workspace.ID
+	if err := e.CP.Billing.AddBalance(context.Background(), ws, 5*billing.Dollar, "operator", "test"); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Billing billing.Summary `json:"billing"`
+	}
+	e.Owner.Must(http.StatusOK, "GET", "/api/billing", nil).JSON(t, &got)
+	if got.Billing.Balance != 5*billing.Dollar || got.Billing.Included != 10*billing.Dollar {
+		t.Fatalf("billing = %+v, want balance 5 dollars and 10 dollars included on pro", got.Billing)
+	}
+	dev := e.Member("dev@example.com", "developer")
+	if r := dev.Do("GET", "/api/billing", nil); r.Status != http.StatusForbidden {
+		t.Fatalf("developer reads billing: %d %s", r.Status, r.Body)
+	}
+	e.Owner.Must(http.StatusOK, "PUT", "/api/billing/spend-limit", map[string]any{"spendLimitMicros": 20_000_000}).JSON(t, &got)
+	if got.Billing.SpendLimit == nil || *got.Billing.SpendLimit != 20*billing.Dollar {
+		t.Fatalf("spend limit = %v", got.Billing.SpendLimit)
+	}
+	if err := e.CP.Billing.Verify(context.Background(), ws); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDailyJobsRegistered runs what is due on a fresh control plane: the
+// periodic database storage charge and the reservation sweep run without
+// error.
+func TestDailyJobsRegistered(t *testing.T) {
+	e := cptest.New(t)
+	n, err := e.CP.Jobs.RunDue(context.Background())
+	if err != nil || n < 2 {
+		t.Fatalf("RunDue = %d, %v; want the storage charge and the reservation sweep", n, err)
+	}
+}
+
+// TestEmailVerificationThroughTheAssembly mails a token to the data
+// directory's mail folder, redeems it, and the workspace then reports the
+// owner's e-mail verified.
+func TestEmailVerificationThroughTheAssembly(t *testing.T) {
+	e := cptest.New(t)
+	e.Owner.Must(http.StatusAccepted, "POST", "/api/account/email/verification", nil)
+	files, _ := filepath.Glob(filepath.Join(e.CP.Config().DataDir, "mail", "*"))
+	if len(files) != 1 {
+		t.Fatalf("mail files = %v", files)
+	}
+	body, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := regexp.MustCompile(`svcverify_[A-Za-z0-9_-]+`).FindString(string(body))
+	if tok == "" {
+		t.Fatalf("no token in %s", body)
+	}
+	e.Client("").Must(http.StatusOK, "POST", "/api/account/email/verify", map[string]any{"token": tok})
+	ok, err := e.CP.Accounts.OwnerEmailVerified(context.Background(), e.CP.Bootstrap.Workspace.ID)
+	if err != nil || !ok {
+		t.Fatalf("verified = %v, %v", ok, err)
+	}
+}

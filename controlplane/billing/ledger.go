@@ -1,0 +1,541 @@
+package billing
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/svcplatform/platform/controlplane/audit"
+	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/plans"
+	"github.com/svcplatform/platform/controlplane/store"
+)
+
+// DefaultReservationTTL is how long a reservation holds money before
+// SettleExpired releases it: with SettleExpired running every five minutes
+// a lost request's reservation is settled within about half an hour, as the
+// specification says.
+const DefaultReservationTTL = 25 * time.Minute
+
+// Config tunes a Ledger. The zero value takes the defaults.
+type Config struct {
+	// ReservationTTL is how long a reservation lives (DefaultReservationTTL when 0).
+	ReservationTTL time.Duration
+}
+
+// Ledger is the billing ledger of every workspace.
+type Ledger struct {
+	db    *store.DB
+	clk   clock.Clock
+	audit *audit.Log
+	plans PlanSource
+	cfg   Config
+	m     *metrics
+}
+
+// New returns the ledger over db. Plans come from plans; AddBalance and
+// spending-limit changes are recorded in log.
+func New(db *store.DB, clk clock.Clock, log *audit.Log, plans PlanSource, cfg Config) *Ledger {
+	if cfg.ReservationTTL <= 0 {
+		cfg.ReservationTTL = DefaultReservationTTL
+	}
+	return &Ledger{db: db, clk: clk, audit: log, plans: plans, cfg: cfg, m: newMetrics()}
+}
+
+// tx runs fn as one ledger transaction of workspace ws.
+func (l *Ledger) tx(ctx context.Context, ws string, fn func(t *txn) error) error {
+	return l.db.Tx(ctx, func(tx *sql.Tx) error {
+		return fn(&txn{ctx: ctx, tx: tx, now: l.clk.Now(), ws: ws})
+	})
+}
+
+func (l *Ledger) terms(ctx context.Context, ws string) (plans.Name, Terms, error) {
+	if ws == "" {
+		return "", Terms{}, ErrUnknownWorkspace.detail("no workspace given")
+	}
+	p, err := l.plans.PlanOf(ctx, ws)
+	if err != nil {
+		return "", Terms{}, fmt.Errorf("billing: plan of %s: %w", ws, err)
+	}
+	return p, TermsOf(p), nil
+}
+
+func checkAmount(what string, a Micros) error {
+	if a <= 0 || a > MaxAmount {
+		return ErrInvalidAmount.detail("%s must be more than 0 and at most %s dollars, not %d micro-dollars", what, MaxAmount.USD(), a)
+	}
+	return nil
+}
+
+// ReserveRequest asks to hold an estimate before doing paid work.
+type ReserveRequest struct {
+	Workspace string
+	// Project the spend is attributed to ("" for none).
+	Project string
+	// Purpose is one of the Purpose constants.
+	Purpose string
+	// Ref is the caller's reference (a request id), kept on the entries.
+	Ref string
+	// Amount is the estimate to hold.
+	Amount Micros
+	// MaxPerRequest is the most one request may reserve; 0 takes the plan's
+	// per-request reservation for AI purposes and no cap for storage.
+	MaxPerRequest Micros
+}
+
+// Reservation is money held for one request.
+type Reservation struct {
+	ID        string    `json:"id"`
+	Amount    Micros    `json:"amountMicros"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// Reserve holds r.Amount: from the purpose's included credit first, then
+// from the Balance. It refuses, holding nothing, with ErrRequestTooLarge
+// (above the per-request cap), ErrCreditsExhausted (no credit and no
+// Balance left), ErrCreditsInsufficient (less left than the estimate) or
+// ErrSpendLimit (the Balance part would take the month past the spending
+// limit), checked in that order.
+func (l *Ledger) Reserve(ctx context.Context, r ReserveRequest) (Reservation, error) {
+	pool, err := creditPool(r.Purpose)
+	if err != nil {
+		return Reservation{}, err
+	}
+	if err := checkAmount("amount", r.Amount); err != nil {
+		return Reservation{}, err
+	}
+	_, terms, err := l.terms(ctx, r.Workspace)
+	if err != nil {
+		return Reservation{}, err
+	}
+	perRequest := r.MaxPerRequest
+	if perRequest == 0 && pool == poolAICredit {
+		perRequest = terms.MaxPerRequest
+	}
+	if perRequest > 0 && r.Amount > perRequest {
+		l.m.reservations.WithLabelValues("refused").Inc()
+		return Reservation{}, ErrRequestTooLarge.detail("estimate %s dollars, at most %s per request", r.Amount.USD(), perRequest.USD())
+	}
+	var out Reservation
+	err = l.tx(ctx, r.Workspace, func(t *txn) error {
+		if err := t.ensure(); err != nil {
+			return err
+		}
+		month := monthOf(t.now)
+		a, err := t.account()
+		if err != nil {
+			return err
+		}
+		cm, err := t.month(month, pool)
+		if err != nil {
+			return err
+		}
+		creditLeft := max0(terms.credit(pool) - cm.used - cm.reserved)
+		available := a.balance - a.reserved
+		fromCredit := min(creditLeft, r.Amount)
+		fromBalance := r.Amount - fromCredit
+		if fromBalance > 0 {
+			switch {
+			case creditLeft == 0 && available == 0:
+				return ErrCreditsExhausted
+			case fromBalance > available:
+				return ErrCreditsInsufficient.detail("estimate %s dollars, %s left", r.Amount.USD(), (creditLeft + available).USD())
+			}
+			if a.limit != nil {
+				bm, err := t.month(month, poolBalance)
+				if err != nil {
+					return err
+				}
+				if bm.used+bm.reserved+fromBalance > *a.limit {
+					return ErrSpendLimit.detail("limit %s dollars, %s spent or held this month, this request needs %s more",
+						a.limit.USD(), (bm.used + bm.reserved).USD(), fromBalance.USD())
+				}
+			}
+		}
+		out = Reservation{ID: store.NewID("rsv"), Amount: r.Amount, ExpiresAt: t.now.Add(l.cfg.ReservationTTL)}
+		if _, err := t.tx.ExecContext(ctx, `INSERT INTO billing_reservations
+			(id, workspace_id, project_id, purpose, ref, month, credit_pool, amount, held_credit, held_balance, state, created_at, expires_at)
+			VALUES (?,?,?,?,?,?,?,?,?,?,'open',?,?)`,
+			out.ID, r.Workspace, r.Project, r.Purpose, r.Ref, month, pool, int64(r.Amount), int64(fromCredit), int64(fromBalance),
+			store.FormatTime(t.now), store.FormatTime(out.ExpiresAt)); err != nil {
+			return fmt.Errorf("billing: reserve: %w", err)
+		}
+		base := entry{month: month, kind: kindHold, project: r.Project, purpose: r.Purpose, ref: r.Ref, reservation: out.ID}
+		if err := t.entry(with(base, pool, fromCredit)); err != nil {
+			return err
+		}
+		return t.entry(with(base, poolBalance, fromBalance))
+	})
+	if err != nil {
+		l.m.reservations.WithLabelValues("refused").Inc()
+		return Reservation{}, fmt.Errorf("billing: reserve: %w", err)
+	}
+	l.m.reservations.WithLabelValues("reserved").Inc()
+	return out, nil
+}
+
+func with(e entry, pool string, amount Micros) entry {
+	e.pool, e.amount = pool, amount
+	return e
+}
+
+func max0(m Micros) Micros {
+	if m < 0 {
+		return 0
+	}
+	return m
+}
+
+// Settle charges exactly actual for reservation id and releases the rest of
+// what it held. actual is paid from what the reservation held (credit part
+// first); above that, only what is available (credit left, then the Balance
+// within the spending limit) is charged, and the remainder is recorded as
+// uncollected. Settling again is a no-op; settling a reservation that
+// SettleExpired already released charges actual from what is available
+// then. Settle after Release is ErrReservationClosed.
+func (l *Ledger) Settle(ctx context.Context, reservationID string, actual Micros) error {
+	if actual < 0 || actual > MaxAmount {
+		return ErrInvalidAmount.detail("actual cost must be from 0 to %s dollars, not %d micro-dollars", MaxAmount.USD(), actual)
+	}
+	ws, err := l.workspaceOf(ctx, reservationID)
+	if err != nil {
+		return err
+	}
+	_, terms, err := l.terms(ctx, ws)
+	if err != nil {
+		return err
+	}
+	result := ""
+	done := func() {}
+	err = l.tx(ctx, ws, func(t *txn) error {
+		r, err := t.reservation(reservationID)
+		if err != nil {
+			return err
+		}
+		base := entry{month: r.month, project: r.project, purpose: r.purpose, ref: r.ref, reservation: r.id}
+		var fromCredit, fromBalance Micros
+		switch r.state {
+		case "settled":
+			return nil
+		case "released":
+			return ErrReservationClosed.detail("%s", r.id)
+		case "open":
+			base.kind = kindRelease
+			if err := t.entry(with(base, r.creditPool, r.heldCredit)); err != nil {
+				return err
+			}
+			if err := t.entry(with(base, poolBalance, r.heldBalance)); err != nil {
+				return err
+			}
+			fromCredit = min(actual, r.heldCredit)
+			fromBalance = min(actual-fromCredit, r.heldBalance)
+			base.kind = kindCharge
+			if err := t.entry(with(base, r.creditPool, fromCredit)); err != nil {
+				return err
+			}
+			if err := t.entry(with(base, poolBalance, fromBalance)); err != nil {
+				return err
+			}
+			result = "settled"
+		case "expired":
+			result = "settled_late"
+		}
+		// Above what was held: only what is available now.
+		c, b, err := t.available(r.month, r.creditPool, terms.credit(r.creditPool), actual-fromCredit-fromBalance)
+		if err != nil {
+			return err
+		}
+		base.kind = kindCharge
+		if err := t.entry(with(base, r.creditPool, c)); err != nil {
+			return err
+		}
+		if err := t.entry(with(base, poolBalance, b)); err != nil {
+			return err
+		}
+		fromCredit, fromBalance = fromCredit+c, fromBalance+b
+		done = func() { l.m.charged(r.purpose, r.creditPool, fromCredit, fromBalance) }
+		return t.closeReservation(r.id, "settled", fromCredit+fromBalance, actual-fromCredit-fromBalance)
+	})
+	if err != nil {
+		return fmt.Errorf("billing: settle: %w", err)
+	}
+	done()
+	if result != "" {
+		l.m.reservations.WithLabelValues(result).Inc()
+	}
+	return nil
+}
+
+// available splits amount into what can be charged now from the credit
+// pool's left-over in month and from the Balance within the spending limit;
+// what exceeds both is not charged.
+func (t *txn) available(month, pool string, credit, amount Micros) (fromCredit, fromBalance Micros, err error) {
+	if amount <= 0 {
+		return 0, 0, nil
+	}
+	cm, err := t.month(month, pool)
+	if err != nil {
+		return 0, 0, err
+	}
+	fromCredit = min(amount, max0(credit-cm.used-cm.reserved))
+	a, err := t.account()
+	if err != nil {
+		return 0, 0, err
+	}
+	room := a.balance - a.reserved
+	if a.limit != nil {
+		bm, err := t.month(month, poolBalance)
+		if err != nil {
+			return 0, 0, err
+		}
+		room = min(room, max0(*a.limit-bm.used-bm.reserved))
+	}
+	fromBalance = min(amount-fromCredit, room)
+	return fromCredit, fromBalance, nil
+}
+
+func (l *Ledger) workspaceOf(ctx context.Context, reservationID string) (string, error) {
+	var ws string
+	err := l.db.QueryRowContext(ctx, `SELECT workspace_id FROM billing_reservations WHERE id = ?`, reservationID).Scan(&ws)
+	if err == sql.ErrNoRows {
+		return "", ErrReservationNotFound.detail("%s", reservationID)
+	}
+	if err != nil {
+		return "", fmt.Errorf("billing: reservation %s: %w", reservationID, err)
+	}
+	return ws, nil
+}
+
+// Release gives back everything reservation id holds and charges nothing.
+// Releasing a reservation that is already closed (settled, released or
+// expired) is a no-op.
+func (l *Ledger) Release(ctx context.Context, reservationID string) error {
+	ws, err := l.workspaceOf(ctx, reservationID)
+	if err != nil {
+		return err
+	}
+	released := false
+	err = l.tx(ctx, ws, func(t *txn) error {
+		var err error
+		released, err = t.release(reservationID, "released")
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("billing: release: %w", err)
+	}
+	if released {
+		l.m.reservations.WithLabelValues("released").Inc()
+	}
+	return nil
+}
+
+// release closes an open reservation as state, giving back its holds.
+func (t *txn) release(id, state string) (bool, error) {
+	r, err := t.reservation(id)
+	if err != nil || r.state != "open" {
+		return false, err
+	}
+	base := entry{month: r.month, kind: kindRelease, project: r.project, purpose: r.purpose, ref: r.ref, reservation: r.id}
+	if err := t.entry(with(base, r.creditPool, r.heldCredit)); err != nil {
+		return false, err
+	}
+	if err := t.entry(with(base, poolBalance, r.heldBalance)); err != nil {
+		return false, err
+	}
+	return true, t.closeReservation(r.id, state, 0, 0)
+}
+
+// SettleExpired releases every open reservation past its expiry (its
+// request died without settling) and returns how many.
+func (l *Ledger) SettleExpired(ctx context.Context) (int, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT id, workspace_id FROM billing_reservations WHERE state = 'open' AND expires_at <= ? ORDER BY expires_at LIMIT 1000`,
+		store.FormatTime(l.clk.Now()))
+	if err != nil {
+		return 0, fmt.Errorf("billing: expired reservations: %w", err)
+	}
+	var due [][2]string
+	for rows.Next() {
+		var id, ws string
+		if err := rows.Scan(&id, &ws); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("billing: expired reservations: %w", err)
+		}
+		due = append(due, [2]string{id, ws})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("billing: expired reservations: %w", err)
+	}
+	n := 0
+	for _, d := range due {
+		var done bool
+		err := l.tx(ctx, d[1], func(t *txn) error {
+			r, err := t.reservation(d[0])
+			if err != nil || r.state != "open" || r.expiresAt.After(t.now) {
+				return err
+			}
+			done, err = t.release(d[0], "expired")
+			return err
+		})
+		if err != nil {
+			return n, fmt.Errorf("billing: settle expired %s: %w", d[0], err)
+		}
+		if done {
+			n++
+			l.m.reservations.WithLabelValues("expired").Inc()
+		}
+	}
+	return n, nil
+}
+
+// Charge charges amount directly (storage overage, charged daily): from the
+// purpose's included credit left this month first (team's usage credit for
+// storage), then from the Balance within the spending limit. It returns what
+// could be charged, which is less than amount when money ran out; the
+// caller decides what happens then (storage: usage_paused). With a non-empty
+// ref the charge happens once per workspace, purpose and ref: a repeat
+// returns what the first charged.
+func (l *Ledger) Charge(ctx context.Context, workspace, project, purpose, ref string, amount Micros) (Micros, error) {
+	pool, err := creditPool(purpose)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkAmount("charge", amount); err != nil {
+		return 0, err
+	}
+	_, terms, err := l.terms(ctx, workspace)
+	if err != nil {
+		return 0, err
+	}
+	var charged Micros
+	done := func() {}
+	err = l.tx(ctx, workspace, func(t *txn) error {
+		if err := t.ensure(); err != nil {
+			return err
+		}
+		if ref != "" {
+			var prev int64
+			err := t.tx.QueryRowContext(ctx, `SELECT charged FROM billing_charges WHERE workspace_id = ? AND purpose = ? AND ref = ?`,
+				workspace, purpose, ref).Scan(&prev)
+			if err == nil {
+				charged = Micros(prev)
+				return nil
+			}
+			if err != sql.ErrNoRows {
+				return err
+			}
+		}
+		month := monthOf(t.now)
+		c, b, err := t.available(month, pool, terms.credit(pool), amount)
+		if err != nil {
+			return err
+		}
+		base := entry{month: month, kind: kindCharge, project: project, purpose: purpose, ref: ref}
+		if err := t.entry(with(base, pool, c)); err != nil {
+			return err
+		}
+		if err := t.entry(with(base, poolBalance, b)); err != nil {
+			return err
+		}
+		charged = c + b
+		done = func() { l.m.charged(purpose, pool, c, b) }
+		if ref != "" {
+			_, err = t.tx.ExecContext(ctx, `INSERT INTO billing_charges (workspace_id, purpose, ref, charged, at) VALUES (?,?,?,?,?)`,
+				workspace, purpose, ref, int64(charged), store.FormatTime(t.now))
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("billing: charge: %w", err)
+	}
+	done()
+	return charged, nil
+}
+
+// AddBalance loads amount into the workspace's Balance and records it in
+// the audit log (a money event) in the same transaction. actor says who
+// loaded it (the operator command passes "operator:<user>"), reason why.
+func (l *Ledger) AddBalance(ctx context.Context, workspace string, amount Micros, actor, reason string) error {
+	if amount <= 0 || amount > MaxLoad {
+		return ErrInvalidAmount.detail("a load must be more than 0 and at most %s dollars, not %s", MaxLoad.USD(), amount.USD())
+	}
+	if workspace == "" {
+		return ErrUnknownWorkspace.detail("no workspace given")
+	}
+	err := l.tx(ctx, workspace, func(t *txn) error {
+		if err := t.ensure(); err != nil {
+			return err
+		}
+		a, err := t.account()
+		if err != nil {
+			return err
+		}
+		if a.balance+amount > MaxBalance {
+			return ErrInvalidAmount.detail("the Balance would exceed %s dollars", MaxBalance.USD())
+		}
+		if err := t.entry(entry{month: monthOf(t.now), pool: poolBalance, kind: kindLoad, amount: amount, actor: actor, reason: reason}); err != nil {
+			return err
+		}
+		return l.audit.Record(ctx, t.tx, audit.Event{
+			Workspace: workspace, Action: "billing.balance_add", Category: audit.CategoryBilling,
+			TargetType: "workspace", TargetID: workspace,
+			Summary: fmt.Sprintf("Balance loaded with %s dollars by %s", amount.USD(), actor),
+			Details: map[string]any{"amountMicros": int64(amount), "balanceMicros": int64(a.balance + amount), "actor": actor, "reason": reason},
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("billing: add balance: %w", err)
+	}
+	return nil
+}
+
+// SetSpendLimit sets the workspace's monthly spending limit on the Balance
+// (nil removes it), recording who did it in the audit log. p is the caller
+// (nil for the platform itself).
+func (l *Ledger) SetSpendLimit(ctx context.Context, workspace string, limit *Micros) error {
+	return l.SetSpendLimitAs(ctx, nil, workspace, limit)
+}
+
+// SetSpendLimitAs is SetSpendLimit by principal p, for the audit log.
+func (l *Ledger) SetSpendLimitAs(ctx context.Context, p *auth.Principal, workspace string, limit *Micros) error {
+	if limit != nil && (*limit < 0 || *limit > MaxSpendLimit) {
+		return ErrInvalidAmount.detail("the spending limit must be from 0 to %s dollars a month", MaxSpendLimit.USD())
+	}
+	if workspace == "" {
+		return ErrUnknownWorkspace.detail("no workspace given")
+	}
+	err := l.tx(ctx, workspace, func(t *txn) error {
+		if err := t.ensure(); err != nil {
+			return err
+		}
+		before, err := t.account()
+		if err != nil {
+			return err
+		}
+		var v any
+		summary := "spending limit removed"
+		if limit != nil {
+			v = int64(*limit)
+			summary = fmt.Sprintf("spending limit set to %s dollars a month", limit.USD())
+		}
+		if _, err := t.tx.ExecContext(ctx, `UPDATE billing_accounts SET spend_limit = ?, updated_at = ? WHERE workspace_id = ?`,
+			v, store.FormatTime(t.now), workspace); err != nil {
+			return err
+		}
+		var was any
+		if before.limit != nil {
+			was = int64(*before.limit)
+		}
+		return l.audit.Record(ctx, t.tx, audit.Event{
+			Workspace: workspace, Actor: p, Action: "billing.spend_limit", Category: audit.CategoryBilling,
+			TargetType: "workspace", TargetID: workspace, Summary: summary,
+			Details: map[string]any{"spendLimitMicros": v, "previousMicros": was},
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("billing: spend limit: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,274 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svcplatform/platform/controlplane/jobs"
+)
+
+func newJobRunner(t *testing.T, f *fixture) *jobs.Runner {
+	t.Helper()
+	r := jobs.New(f.db, f.clk, nil, jobs.Config{})
+	t.Cleanup(func() { r.Close() })
+	f.l.RegisterJobs(r)
+	return r
+}
+
+// model is what the test itself knows about the money it moved.
+type model struct {
+	mu       sync.Mutex
+	loaded   map[string]Micros // per workspace
+	open     []string          // reservations the test may settle or release
+	actual   map[string]Micros // reservation -> actual passed to its first successful Settle
+	released map[string]bool
+	charged  Micros // sum of what Charge returned
+}
+
+var workspaces = []string{"ws_hobby", "ws_pro", "ws_team", "ws_enterprise"}
+
+// step does one random operation. Refusals are fine; anything else that
+// fails is a bug.
+func (m *model) step(t *testing.T, f *fixture, rng *rand.Rand, advance bool) {
+	ctx := context.Background()
+	ws := workspaces[rng.IntN(len(workspaces))]
+	purposes := []string{PurposeAI, PurposeAgent, PurposeEmbeddings, PurposeStorage}
+	amount := Micros(rng.Int64N(int64(12*usd))) + 1
+	switch op := rng.IntN(20); {
+	case op < 3:
+		a := Micros(rng.Int64N(int64(20*usd))) + 1
+		if err := f.l.AddBalance(ctx, ws, a, "prop", ""); err != nil {
+			t.Errorf("add balance: %v", err)
+			return
+		}
+		m.mu.Lock()
+		m.loaded[ws] += a
+		m.mu.Unlock()
+	case op < 9:
+		r, err := f.l.Reserve(ctx, ReserveRequest{Workspace: ws, Purpose: purposes[rng.IntN(4)], Amount: amount})
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Status() != 402 {
+				t.Errorf("reserve: %v", err)
+			}
+			return
+		}
+		m.mu.Lock()
+		m.open = append(m.open, r.ID)
+		m.mu.Unlock()
+	case op < 14:
+		id, ok := m.pick(rng)
+		if !ok {
+			return
+		}
+		actual := Micros(rng.Int64N(int64(15 * usd)))
+		err := f.l.Settle(ctx, id, actual)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		switch {
+		case err == nil:
+			if _, ok := m.actual[id]; !ok {
+				m.actual[id] = actual
+			}
+		case errors.Is(err, ErrReservationClosed) && m.released[id]:
+		default:
+			t.Errorf("settle: %v", err)
+		}
+	case op < 16:
+		id, ok := m.pick(rng)
+		if !ok {
+			return
+		}
+		if err := f.l.Release(ctx, id); err != nil {
+			t.Errorf("release: %v", err)
+			return
+		}
+		m.mu.Lock()
+		if _, settled := m.actual[id]; !settled {
+			m.released[id] = true
+		}
+		m.mu.Unlock()
+	case op < 18:
+		c, err := f.l.Charge(ctx, ws, "", purposes[rng.IntN(4)], "", amount)
+		if err != nil || c < 0 || c > amount {
+			t.Errorf("charge %d: %d %v", amount, c, err)
+			return
+		}
+		m.mu.Lock()
+		m.charged += c
+		m.mu.Unlock()
+	case op < 19:
+		var limit *Micros
+		if rng.IntN(3) > 0 {
+			limit = ptr(Micros(rng.Int64N(int64(30 * usd))))
+		}
+		if err := f.l.SetSpendLimit(ctx, ws, limit); err != nil {
+			t.Errorf("spend limit: %v", err)
+		}
+	default:
+		if advance {
+			f.clk.Advance(time.Duration(rng.Int64N(int64(3 * 24 * time.Hour))))
+		}
+		if _, err := f.l.SettleExpired(ctx); err != nil {
+			t.Errorf("settle expired: %v", err)
+		}
+	}
+}
+
+func (m *model) pick(rng *rand.Rand) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.open) == 0 {
+		return "", false
+	}
+	// Taken out of the list, so no two goroutines use one reservation at
+	// once; sometimes put back, so that it is settled or released again.
+	i := rng.IntN(len(m.open))
+	id := m.open[i]
+	if rng.IntN(4) > 0 {
+		m.open[i] = m.open[len(m.open)-1]
+		m.open = m.open[:len(m.open)-1]
+	}
+	return id, true
+}
+
+// check compares the ledger with the model and the invariants.
+func (m *model) check(t *testing.T, f *fixture) {
+	t.Helper()
+	f.verify(t)
+	ctx := context.Background()
+	// Every loaded micro-dollar is in a Balance or was charged from one.
+	for _, ws := range workspaces {
+		var fromBalance Micros
+		if err := f.db.QueryRow(`SELECT coalesce(sum(amount),0) FROM billing_entries WHERE workspace_id = ? AND pool = 'balance' AND kind = 'charge'`, ws).Scan(&fromBalance); err != nil {
+			t.Fatal(err)
+		}
+		s := f.summary(t, ws)
+		if s.Balance+fromBalance != m.loaded[ws] {
+			t.Fatalf("%s: balance %d + charged %d != loaded %d", ws, s.Balance, fromBalance, m.loaded[ws])
+		}
+		if s.Balance < 0 || s.Reserved < 0 || s.Reserved > s.Balance || s.Available < 0 {
+			t.Fatalf("%s: %+v", ws, s)
+		}
+	}
+	// Included credits are never over-used or over-held, in any month.
+	rows, err := f.db.Query(`SELECT workspace_id, month, pool, used, reserved FROM billing_months WHERE pool <> 'balance'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var ws, month, pool string
+		var used, reserved Micros
+		if err := rows.Scan(&ws, &month, &pool, &used, &reserved); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := f.PlanOf(ctx, ws)
+		if credit := TermsOf(p).credit(pool); used+reserved > credit {
+			t.Fatalf("%s %s %s: used %d + reserved %d > credit %d", ws, month, pool, used, reserved, credit)
+		}
+	}
+	rows.Close()
+	// Settled reservations charged exactly their actual cost, less only
+	// what could not be collected; direct charges add up.
+	var reservations, entries Micros
+	rrows, err := f.db.Query(`SELECT id, charged, uncollected, state FROM billing_reservations`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rrows.Next() {
+		var id, state string
+		var charged, uncollected Micros
+		if err := rrows.Scan(&id, &charged, &uncollected, &state); err != nil {
+			t.Fatal(err)
+		}
+		reservations += charged
+		if a, ok := m.actual[id]; ok && (state != "settled" || charged+uncollected != a || charged < 0 || uncollected < 0) {
+			t.Fatalf("reservation %s %s: charged %d + uncollected %d != actual %d", id, state, charged, uncollected, a)
+		}
+	}
+	rrows.Close()
+	if err := f.db.QueryRow(`SELECT coalesce(sum(amount),0) FROM billing_entries WHERE kind = 'charge'`).Scan(&entries); err != nil {
+		t.Fatal(err)
+	}
+	var n struct{ settled, released, expired, open, entries int }
+	f.db.QueryRow(`SELECT count(*) FILTER (WHERE state='settled'), count(*) FILTER (WHERE state='released'), count(*) FILTER (WHERE state='expired'), count(*) FILTER (WHERE state='open'), (SELECT count(*) FROM billing_entries) FROM billing_reservations`).
+		Scan(&n.settled, &n.released, &n.expired, &n.open, &n.entries)
+	t.Logf("reservations settled %d released %d expired %d open %d; %d entries; charged %s directly", n.settled, n.released, n.expired, n.open, n.entries, m.charged.USD())
+	if entries != reservations+m.charged {
+		t.Fatalf("charge entries %d != reservations %d + direct charges %d", entries, reservations, m.charged)
+	}
+}
+
+func newModel() *model {
+	return &model{loaded: map[string]Micros{}, actual: map[string]Micros{}, released: map[string]bool{}}
+}
+
+func TestPropertyNoMoneyCreatedOrLost(t *testing.T) {
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprintf("sequential seed %d", seed), func(t *testing.T) {
+			f := newFixture(t)
+			m := newModel()
+			rng := rand.New(rand.NewPCG(seed, 42))
+			for i := range 300 {
+				m.step(t, f, rng, true)
+				if i%50 == 0 {
+					m.check(t, f)
+				}
+			}
+			m.check(t, f)
+		})
+	}
+	t.Run("concurrent", func(t *testing.T) {
+		f := newFixture(t)
+		m := newModel()
+		for _, ws := range workspaces {
+			f.load(t, ws, 10*usd)
+			m.loaded[ws] += 10 * usd
+		}
+		var wg sync.WaitGroup
+		for g := range uint64(4) {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(g, 7))
+				for range 80 {
+					m.step(t, f, rng, g == 0)
+				}
+			})
+		}
+		wg.Wait()
+		m.check(t, f)
+	})
+	t.Run("concurrent reservations never overdraw", func(t *testing.T) {
+		f := newFixture(t)
+		f.load(t, "ws_hobby", 10*usd)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var held Micros
+		for range 8 {
+			wg.Go(func() {
+				for range 5 {
+					r, err := f.l.Reserve(context.Background(), ReserveRequest{Workspace: "ws_hobby", Purpose: PurposeAI, Amount: usd / 2})
+					if err == nil {
+						mu.Lock()
+						held += r.Amount
+						mu.Unlock()
+					} else if !errors.Is(err, ErrCreditsExhausted) && !errors.Is(err, ErrCreditsInsufficient) {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if held != 10*usd {
+			t.Fatalf("held %s of a 10-dollar Balance", held.USD())
+		}
+		if s := f.summary(t, "ws_hobby"); s.Reserved != 10*usd || s.Available != 0 {
+			t.Fatalf("%+v", s)
+		}
+		f.verify(t)
+	})
+}

@@ -1,0 +1,45 @@
+package controlplane
+
+import (
+	"context"
+
+	"github.com/svcplatform/platform/controlplane/billing"
+	"github.com/svcplatform/platform/controlplane/databases"
+	"github.com/svcplatform/platform/controlplane/plans"
+)
+
+// storageFunder lets databases on paid plans pay for storage past the
+// allowance through the billing ledger: the plan's usage credit first (team),
+// then the Balance within the spending limit.
+type storageFunder struct{ l *billing.Ledger }
+
+var _ databases.StorageFunder = storageFunder{}
+
+// CanFundStorage reports whether the workspace has usage credit or
+// Balance left under its spending limit.
+func (f storageFunder) CanFundStorage(ctx context.Context, workspace string, _ int64) (bool, error) {
+	s, err := f.l.Summary(ctx, workspace)
+	if err != nil {
+		return false, err
+	}
+	if s.UsageCreditLeft > 0 {
+		return true, nil
+	}
+	room := s.Available
+	if s.SpendLimitLeft != nil && *s.SpendLimitLeft < room {
+		room = *s.SpendLimitLeft
+	}
+	return room > 0, nil
+}
+
+// ChargeStorage charges one day of storage past the allowance.
+func (f storageFunder) ChargeStorage(ctx context.Context, workspace, ref string, amount int64) (int64, error) {
+	n, err := f.l.Charge(ctx, workspace, "", billing.PurposeStorage, ref, billing.Micros(amount))
+	return int64(n), err
+}
+
+// planOf reads a workspace's plan for the billing ledger.
+func (cp *ControlPlane) planOf(ctx context.Context, workspace string) (plans.Name, error) {
+	w, err := cp.Accounts.Workspace(ctx, workspace)
+	return w.Plan, err
+}

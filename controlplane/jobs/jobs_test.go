@@ -1,0 +1,568 @@
+package jobs
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/store"
+)
+
+var t0 = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+
+func openDB(t *testing.T, path string) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func newRunner(t *testing.T, db *store.DB, clk clock.Clock, cfg Config) *Runner {
+	t.Helper()
+	r := New(db, clk, nil, cfg)
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func env(t *testing.T) (*store.DB, *clock.Fake, *Runner) {
+	db := openDB(t, filepath.Join(t.TempDir(), "platform.db"))
+	clk := clock.NewFake(t0)
+	return db, clk, newRunner(t, db, clk, Config{})
+}
+
+func mustRunDue(t *testing.T, r *Runner, want int) {
+	t.Helper()
+	n, err := r.RunDue(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != want {
+		t.Fatalf("RunDue ran %d jobs, want %d", n, want)
+	}
+}
+
+func mustGet(t *testing.T, r *Runner, id string) Info {
+	t.Helper()
+	in, err := r.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func TestRetryScheduleExact(t *testing.T) {
+	_, clk, r := env(t)
+	ctx := context.Background()
+	var attempts []int
+	r.Register("flaky", func(ctx context.Context, j Job) error {
+		attempts = append(attempts, j.Attempt)
+		return fmt.Errorf("upstream said no (attempt %d)", j.Attempt)
+	}, KindOptions{MaxAttempts: 4, Backoff: []time.Duration{time.Minute, 5 * time.Minute}})
+	id, err := r.Enqueue(ctx, nil, "flaky", map[string]int{"n": 1}, EnqueueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name    string
+		advance time.Duration
+		ran     int
+		state   State
+		runAt   time.Time
+	}{
+		{"first attempt at once", 0, 1, Queued, t0.Add(time.Minute)},
+		{"not before the first backoff", 59 * time.Second, 0, Queued, t0.Add(time.Minute)},
+		{"second attempt after 1m", time.Second, 1, Queued, t0.Add(6 * time.Minute)},
+		{"third attempt after 5m", 5 * time.Minute, 1, Queued, t0.Add(11 * time.Minute)},
+		{"last backoff repeats, fourth attempt is the last", 5 * time.Minute, 1, Dead, t0.Add(11 * time.Minute)},
+		{"dead jobs do not run", 24 * time.Hour, 0, Dead, t0.Add(11 * time.Minute)},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			clk.Advance(s.advance)
+			mustRunDue(t, r, s.ran)
+			in := mustGet(t, r, id)
+			if in.State != s.state || !in.RunAt.Equal(s.runAt) {
+				t.Fatalf("state %s run_at %s; want %s %s", in.State, in.RunAt, s.state, s.runAt)
+			}
+		})
+	}
+	in := mustGet(t, r, id)
+	if in.Attempt != 4 || in.LastError != "upstream said no (attempt 4)" || in.FinishedAt.IsZero() {
+		t.Fatalf("dead job not kept with its last error: %+v", in)
+	}
+	if fmt.Sprint(attempts) != "[1 2 3 4]" {
+		t.Fatalf("attempts %v", attempts)
+	}
+	if got := counterValue(t, r.m.runs.WithLabelValues("flaky", "retry")); got != 3 {
+		t.Fatalf("retry count %v", got)
+	}
+	if got := counterValue(t, r.m.runs.WithLabelValues("flaky", "dead")); got != 1 {
+		t.Fatalf("dead count %v", got)
+	}
+}
+
+func TestOutcomes(t *testing.T) {
+	cases := []struct {
+		name    string
+		h       Handler
+		state   State
+		attempt int
+		errHas  string
+	}{
+		{"done", func(context.Context, Job) error { return nil }, Done, 1, ""},
+		{"permanent error dies at once", func(context.Context, Job) error { return Permanent(errors.New("refused")) }, Dead, 1, "refused"},
+		{"panic is an error", func(context.Context, Job) error { panic("boom") }, Queued, 1, "panicked: boom"},
+		{"timeout ends the attempt", func(ctx context.Context, _ Job) error { <-ctx.Done(); return ctx.Err() }, Queued, 1, "deadline exceeded"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, r := env(t)
+			r.Register("k", c.h, KindOptions{MaxAttempts: 3, Timeout: 20 * time.Millisecond})
+			id, err := r.Enqueue(context.Background(), nil, "k", nil, EnqueueOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustRunDue(t, r, 1)
+			in := mustGet(t, r, id)
+			if in.State != c.state || in.Attempt != c.attempt || !strings.Contains(in.LastError, c.errHas) {
+				t.Fatalf("%s attempt %d error %q", in.State, in.Attempt, in.LastError)
+			}
+		})
+	}
+}
+
+func TestEnqueue(t *testing.T) {
+	db, clk, r := env(t)
+	ctx := context.Background()
+	var got []Job
+	r.Register("mail", func(_ context.Context, j Job) error { got = append(got, j); return nil }, KindOptions{})
+
+	t.Run("idempotency key returns the first id", func(t *testing.T) {
+		a, err := r.Enqueue(ctx, nil, "mail", map[string]string{"to": "a"}, EnqueueOptions{Key: "order-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := r.Enqueue(ctx, nil, "mail", map[string]string{"to": "b"}, EnqueueOptions{Key: "order-1"})
+		if err != nil || a != b {
+			t.Fatalf("second enqueue: %q %v, want %q", b, err, a)
+		}
+		mustRunDue(t, r, 1)
+		if string(got[0].Payload) != `{"to":"a"}` || got[0].Key != "order-1" {
+			t.Fatalf("ran %+v", got[0])
+		}
+		c, err := r.Enqueue(ctx, nil, "mail", nil, EnqueueOptions{Key: "order-1"})
+		if err != nil || c != a {
+			t.Fatalf("after done: %q %v", c, err)
+		}
+		mustRunDue(t, r, 0)
+	})
+	t.Run("run at a later time", func(t *testing.T) {
+		got = nil
+		if _, err := r.Enqueue(ctx, nil, "mail", json.RawMessage(`{"later":true}`), EnqueueOptions{RunAt: clk.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		mustRunDue(t, r, 0)
+		clk.Advance(time.Hour)
+		mustRunDue(t, r, 1)
+		if string(got[0].Payload) != `{"later":true}` || !got[0].RunAt.Equal(clk.Now()) {
+			t.Fatalf("ran %+v", got[0])
+		}
+	})
+	t.Run("rolled back with the caller's transaction", func(t *testing.T) {
+		boom := errors.New("caller failed")
+		var id string
+		err := db.Tx(ctx, func(tx *sql.Tx) error {
+			var err error
+			if id, err = r.Enqueue(ctx, tx, "mail", nil, EnqueueOptions{Key: "tx-1"}); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatal(err)
+		}
+		if _, err := r.Get(ctx, id); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("job survived the rollback: %v", err)
+		}
+		mustRunDue(t, r, 0)
+		err = db.Tx(ctx, func(tx *sql.Tx) error {
+			_, err := r.Enqueue(ctx, tx, "mail", nil, EnqueueOptions{Key: "tx-1"})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustRunDue(t, r, 1)
+	})
+	refusals := []struct {
+		name string
+		kind string
+		p    any
+		o    EnqueueOptions
+		want error
+	}{
+		{"unknown kind", "nope", nil, EnqueueOptions{}, ErrUnknownKind},
+		{"key too long", "mail", nil, EnqueueOptions{Key: strings.Repeat("k", MaxKeyLength+1)}, ErrBadKey},
+		{"payload not JSON", "mail", make(chan int), EnqueueOptions{}, nil},
+	}
+	for _, c := range refusals {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := r.Enqueue(ctx, nil, c.kind, c.p, c.o)
+			if err == nil || (c.want != nil && !errors.Is(err, c.want)) {
+				t.Fatalf("err %v, want %v", err, c.want)
+			}
+		})
+	}
+	mustRunDue(t, r, 0)
+}
+
+// A runner that claimed a job and vanished holds it until the lease
+// expires; then another runner runs it, and the vanished one's late outcome
+// is dropped.
+func TestLeaseExpiryAfterCrash(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "platform.db")
+	clk := clock.NewFake(t0)
+	cfg := Config{LeaseGrace: 10 * time.Second}
+	a := newRunner(t, openDB(t, path), clk, cfg)
+	b := newRunner(t, openDB(t, path), clk, cfg)
+	var ranB atomic.Int32
+	a.Register("work", func(context.Context, Job) error { return nil }, KindOptions{Timeout: time.Minute, MaxAttempts: 2})
+	b.Register("work", func(_ context.Context, j Job) error {
+		if j.Attempt != 2 {
+			return fmt.Errorf("attempt %d", j.Attempt)
+		}
+		ranB.Add(1)
+		return nil
+	}, KindOptions{Timeout: time.Minute, MaxAttempts: 2})
+	ctx := context.Background()
+	id, err := a.Enqueue(ctx, nil, "work", nil, EnqueueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := a.claim(ctx, 10) // a claims, then "crashes"
+	if err != nil || len(held) != 1 {
+		t.Fatalf("claim: %v %d", err, len(held))
+	}
+	if in := mustGet(t, b, id); in.State != Running || !in.LeaseUntil.Equal(t0.Add(70*time.Second)) {
+		t.Fatalf("lease: %+v", in)
+	}
+	mustRunDue(t, b, 0)
+	clk.Advance(70 * time.Second)
+	mustRunDue(t, b, 0) // lease_until is not yet past
+	clk.Advance(time.Millisecond)
+	mustRunDue(t, b, 1)
+	if in := mustGet(t, b, id); in.State != Done || in.Attempt != 2 || ranB.Load() != 1 {
+		t.Fatalf("after takeover: %+v", in)
+	}
+	a.run(ctx, held[0]) // the late runner finishes: fenced off
+	if in := mustGet(t, b, id); in.State != Done || in.Attempt != 2 {
+		t.Fatalf("late outcome overwrote: %+v", in)
+	}
+	if got := counterValue(t, a.m.runs.WithLabelValues("work", "lost")); got != 1 {
+		t.Fatalf("lost count %v", got)
+	}
+
+	t.Run("expired lease on the last attempt is dead", func(t *testing.T) {
+		id, err := a.Enqueue(ctx, nil, "work", nil, EnqueueOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if held, err := a.claim(ctx, 10); err != nil || len(held) != 1 {
+				t.Fatalf("claim: %v %d", err, len(held))
+			}
+			clk.Advance(71 * time.Second)
+		}
+		mustRunDue(t, b, 0)
+		in := mustGet(t, b, id)
+		if in.State != Dead || !strings.Contains(in.LastError, "lease expired during attempt 2 of 2") {
+			t.Fatalf("%+v", in)
+		}
+	})
+}
+
+// Two runners on one database (two connections pools, as two processes
+// would have) drain a queue together: every job runs exactly once.
+func TestTwoRunnersRunEachJobOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "platform.db")
+	clk := clock.NewFake(t0)
+	const n = 200
+	var mu sync.Mutex
+	runs := map[string]int{}
+	h := func(_ context.Context, j Job) error {
+		mu.Lock()
+		runs[j.ID]++
+		mu.Unlock()
+		return nil
+	}
+	ctx := context.Background()
+	var rs []*Runner
+	for range 2 {
+		r := newRunner(t, openDB(t, path), clk, Config{Workers: 4, PollInterval: time.Hour})
+		r.Register("work", h, KindOptions{})
+		rs = append(rs, r)
+	}
+	for i := range n {
+		if _, err := rs[i%2].Enqueue(ctx, nil, "work", i, EnqueueOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("RunDue concurrently", func(t *testing.T) {
+		var wg sync.WaitGroup
+		var total atomic.Int64
+		for _, r := range rs {
+			wg.Go(func() {
+				for range 3 {
+					k, err := r.RunDue(ctx)
+					if err != nil {
+						t.Error(err)
+					}
+					total.Add(int64(k))
+				}
+			})
+		}
+		wg.Wait()
+		if total.Load() != n || len(runs) != n {
+			t.Fatalf("ran %d (%d distinct), want %d", total.Load(), len(runs), n)
+		}
+		for id, c := range runs {
+			if c != 1 {
+				t.Fatalf("job %s ran %d times", id, c)
+			}
+		}
+	})
+	t.Run("Start workers", func(t *testing.T) {
+		done := make(chan string, n)
+		for _, r := range rs {
+			r.Register("work2", func(_ context.Context, j Job) error {
+				h(ctx, j)
+				done <- j.ID
+				return nil
+			}, KindOptions{})
+			r.Start(ctx)
+		}
+		for i := range n {
+			if _, err := rs[i%2].Enqueue(ctx, nil, "work2", i, EnqueueOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range n {
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("only %d of %d jobs ran: the workers did not wake", i, n)
+			}
+		}
+		for _, r := range rs {
+			r.Close()
+		}
+		if len(runs) != 2*n {
+			t.Fatalf("%d distinct jobs ran, want %d", len(runs), 2*n)
+		}
+		for id, c := range runs {
+			if c != 1 {
+				t.Fatalf("job %s ran %d times", id, c)
+			}
+		}
+	})
+}
+
+// Start's workers wake on Enqueue even with an hour-long poll interval.
+func TestStartWakesOnEnqueue(t *testing.T) {
+	_, _, r := env(t)
+	r.cfg.PollInterval = time.Hour
+	got := make(chan Job, 1)
+	r.Register("ping", func(_ context.Context, j Job) error { got <- j; return nil }, KindOptions{})
+	r.Start(context.Background())
+	id, err := r.Enqueue(context.Background(), nil, "ping", "hi", EnqueueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case j := <-got:
+		if j.ID != id || string(j.Payload) != `"hi"` {
+			t.Fatalf("%+v", j)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("worker did not wake on Enqueue")
+	}
+	r.Close()
+	if _, err := r.Enqueue(context.Background(), nil, "ping", nil, EnqueueOptions{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("enqueue after close: %v", err)
+	}
+}
+
+// Close gives an attempt in progress back: it runs again after a restart
+// without using up an attempt.
+func TestRestartResumes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "platform.db")
+	clk := clock.NewFake(t0)
+	ctx := context.Background()
+	a := New(openDB(t, path), clk, nil, Config{PollInterval: time.Hour})
+	started := make(chan struct{})
+	a.Register("long", func(ctx context.Context, _ Job) error {
+		close(started)
+		<-ctx.Done()
+		return ctx.Err()
+	}, KindOptions{MaxAttempts: 1})
+	a.Register("later", func(context.Context, Job) error { return nil }, KindOptions{})
+	id, err := a.Enqueue(ctx, nil, "long", nil, EnqueueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later, err := a.Enqueue(ctx, nil, "later", nil, EnqueueOptions{RunAt: t0.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Start(ctx)
+	<-started
+	a.Close()
+	if in := mustGet(t, a, id); in.State != Queued || in.Attempt != 0 {
+		t.Fatalf("after close: %+v", in)
+	}
+
+	b := newRunner(t, openDB(t, path), clk, Config{})
+	var ran []string
+	for _, k := range []string{"long", "later"} {
+		b.Register(k, func(_ context.Context, j Job) error { ran = append(ran, j.Kind); return nil }, KindOptions{MaxAttempts: 1})
+	}
+	mustRunDue(t, b, 1)
+	clk.Advance(time.Hour)
+	mustRunDue(t, b, 1)
+	if fmt.Sprint(ran) != "[long later]" {
+		t.Fatalf("ran %v", ran)
+	}
+	for _, id := range []string{id, later} {
+		if in := mustGet(t, b, id); in.State != Done || in.Attempt != 1 {
+			t.Fatalf("%+v", in)
+		}
+	}
+}
+
+func TestPeriodic(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "platform.db")
+	clk := clock.NewFake(t0.Add(25 * time.Minute)) // 10:25
+	var slots []string
+	h := func(_ context.Context, j Job) error {
+		slots = append(slots, j.RunAt.Format("15:04"))
+		return nil
+	}
+	r := newRunner(t, openDB(t, path), clk, Config{})
+	r.Register("hourly", h, KindOptions{})
+	r.Every("hourly", time.Hour)
+	steps := []struct {
+		name    string
+		advance time.Duration
+		ran     int
+	}{
+		{"current slot runs at start", 0, 1},
+		{"not again in the same slot", 30 * time.Minute, 0},
+		{"next slot", 5 * time.Minute, 1},
+		{"five hours down: one run, not five", 5 * time.Hour, 1},
+		{"then the first slot after now", 59 * time.Minute, 0},
+		{"and on", time.Minute, 1},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			clk.Advance(s.advance)
+			mustRunDue(t, r, s.ran)
+		})
+	}
+	if fmt.Sprint(slots) != "[10:00 11:00 12:00 17:00]" {
+		t.Fatalf("slots %v", slots)
+	}
+	t.Run("a restarted runner keeps the schedule", func(t *testing.T) {
+		r.Close()
+		r2 := newRunner(t, openDB(t, path), clk, Config{})
+		r2.Register("hourly", h, KindOptions{})
+		r2.Every("hourly", time.Hour)
+		mustRunDue(t, r2, 0)
+		clk.Advance(time.Hour)
+		mustRunDue(t, r2, 1)
+		if slots[len(slots)-1] != "18:00" {
+			t.Fatalf("slots %v", slots)
+		}
+	})
+}
+
+func TestPurgeAndMetrics(t *testing.T) {
+	_, clk, r := env(t)
+	ctx := context.Background()
+	r.Register("ok", func(context.Context, Job) error { return nil }, KindOptions{})
+	r.Register("bad", func(context.Context, Job) error { return errors.New("no") }, KindOptions{MaxAttempts: 1})
+	ok, _ := r.Enqueue(ctx, nil, "ok", nil, EnqueueOptions{Key: "once"})
+	bad, _ := r.Enqueue(ctx, nil, "bad", nil, EnqueueOptions{})
+	if _, err := r.Enqueue(ctx, nil, "ok", nil, EnqueueOptions{RunAt: t0.Add(30 * 24 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	mustRunDue(t, r, 2)
+
+	reg := prometheus.NewPedanticRegistry()
+	for _, c := range r.Collectors() {
+		reg.MustRegister(c)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
+			got[mf.GetName()+"{"+strings.Join(labels, ",")+"}"] = fmt.Sprint(v)
+		}
+	}
+	want := map[string]string{
+		"platform_jobs_queue_depth{kind=bad,state=dead}":  "1",
+		"platform_jobs_queue_depth{kind=ok,state=queued}": "1",
+		"platform_jobs_runs_total{kind=bad,result=dead}":  "1",
+		"platform_jobs_runs_total{kind=ok,result=done}":   "1",
+		"platform_jobs_run_seconds{kind=bad}":             "1",
+		"platform_jobs_run_seconds{kind=ok}":              "1",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("metrics\n%v\nwant\n%v", got, want)
+	}
+
+	clk.Advance(DefaultKeepDone - time.Second)
+	if n, err := r.Purge(ctx); err != nil || n != 0 {
+		t.Fatalf("purge too early: %d %v", n, err)
+	}
+	clk.Advance(2 * time.Second)
+	if n, err := r.Purge(ctx); err != nil || n != 1 {
+		t.Fatalf("purge: %d %v", n, err)
+	}
+	if _, err := r.Get(ctx, ok); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("done job kept: %v", err)
+	}
+	if in := mustGet(t, r, bad); in.State != Dead {
+		t.Fatalf("dead job purged: %+v", in)
+	}
+}
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
