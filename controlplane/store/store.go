@@ -60,7 +60,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	q.Set("_busy_timeout", "10000")
 	q.Set("_synchronous", "FULL")
 	q.Set("_txlock", "immediate")
-	sqldb, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	sqldb, err := sql.Open("sqlite3", (&url.URL{Scheme: "file", Opaque: uriPath(path), RawQuery: q.Encode()}).String())
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -75,6 +75,13 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// uriPath escapes the characters that end or change a path inside a
+// file: URI (a temp dir named after a subtest "x#01" would otherwise open
+// "x"), keeping the slashes SQLite expects.
+func uriPath(path string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 }
 
 // migrate applies, in name order and each in its own transaction, the

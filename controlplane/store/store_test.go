@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -123,5 +124,21 @@ func TestNewID(t *testing.T) {
 			t.Fatalf("bad or repeated id %q", id)
 		}
 		seen[id] = true
+	}
+}
+
+// TestOpenPathWithURICharacters opens databases whose paths hold the
+// characters a file: URI gives meaning to; each is its own file.
+func TestOpenPathWithURICharacters(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a#01.db", "a?x=1.db", "a%20b.db", "a.db"} {
+		db, err := Open(context.Background(), filepath.Join(dir, name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		db.Close()
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Fatalf("%s: not created under its own name: %v", name, err)
+		}
 	}
 }
