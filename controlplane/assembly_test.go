@@ -6,10 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
+	"github.com/svcplatform/platform/controlplane"
 	"github.com/svcplatform/platform/controlplane/billing"
 	"github.com/svcplatform/platform/controlplane/cptest"
+	"github.com/svcplatform/platform/controlplane/payments"
 )
 
 // TestBillingThroughTheAssembly checks the ledger is wired: a Balance loaded
@@ -74,5 +77,33 @@ func TestEmailVerificationThroughTheAssembly(t *testing.T) {
 	ok, err := e.CP.Accounts.OwnerEmailVerified(context.Background(), e.CP.Bootstrap.Workspace.ID)
 	if err != nil || !ok {
 		t.Fatalf("verified = %v, %v", ok, err)
+	}
+}
+
+// TestPaymentsThroughTheAssembly enables payments on a project, creates a
+// checkout link with a project key and opens the hosted page the link names
+// on the control plane's own address.
+func TestPaymentsThroughTheAssembly(t *testing.T) {
+	e := cptest.New(t, cptest.Options{Configure: func(c *controlplane.Config) { c.Payments.PublicBaseURL = "http://payments.test" }})
+	prj := e.CreateProject("Shop")
+	var acct struct {
+		Account struct {
+			ID string `json:"id"`
+		} `json:"account"`
+	}
+	e.Owner.Must(http.StatusOK, "POST", "/api/projects/"+prj+"/payments", nil).JSON(t, &acct)
+	key := e.NewKey("full", prj)
+	var created payments.Created
+	key.Must(http.StatusCreated, "POST", "/api/payments/"+acct.Account.ID, map[string]any{"amountCents": 1000}).JSON(t, &created)
+	if created.FeeCents != 69 || !strings.HasPrefix(created.URL, "http://payments.test/pay/") {
+		t.Fatalf("created = %+v; want fee 69 cents (3.9%% + 30) and a link on the configured address", created)
+	}
+	page := e.Client("").Do("GET", strings.TrimPrefix(created.URL, "http://payments.test"), nil)
+	if page.Status != http.StatusOK || !strings.Contains(string(page.Body), `autocomplete="cc-number"`) {
+		t.Fatalf("hosted page: %d %s", page.Status, page.Body)
+	}
+	// Deleting the project is blocked by the payable link.
+	if r := e.Owner.Do("DELETE", "/api/projects/"+prj, nil); r.Status != http.StatusConflict || r.ErrorCode() != "deletion_blocked" {
+		t.Fatalf("delete with a payable link: %d %s", r.Status, r.Body)
 	}
 }

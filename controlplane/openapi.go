@@ -171,7 +171,7 @@ func schemaOf(t reflect.Type, schemas map[string]any) map[string]any {
 	case reflect.Interface:
 		return map[string]any{}
 	case reflect.Struct:
-		name := t.Name()
+		name := schemaName(t, schemas)
 		if name == "" {
 			return structSchema(t, schemas)
 		}
@@ -182,6 +182,34 @@ func schemaOf(t reflect.Type, schemas map[string]any) map[string]any {
 		return map[string]any{"$ref": "#/components/schemas/" + name}
 	}
 	return map[string]any{}
+}
+
+// schemaOwners remembers which Go type each component name stands for, so
+// that two areas' types of one name (billing.Answer, ...) get two schemas.
+var schemaOwners sync.Map // schema name -> reflect.Type
+
+// schemaName names t's component schema: its Go name, generics spelled
+// Page[pkg.Session] -> PageOfSession, prefixed with its package's name
+// when another type took the plain name first.
+func schemaName(t reflect.Type, schemas map[string]any) string {
+	name := t.Name()
+	if name == "" {
+		return ""
+	}
+	if base, args, ok := strings.Cut(name, "["); ok {
+		var b strings.Builder
+		b.WriteString(base)
+		for _, a := range strings.Split(strings.TrimSuffix(args, "]"), ",") {
+			a = a[strings.LastIndexAny(a, "./")+1:]
+			b.WriteString("Of" + a)
+		}
+		name = b.String()
+	}
+	if owner, loaded := schemaOwners.LoadOrStore(name, t); loaded && owner.(reflect.Type) != t {
+		pkg := t.PkgPath()
+		return pkg[strings.LastIndex(pkg, "/")+1:] + "." + name
+	}
+	return name
 }
 
 func structSchema(t reflect.Type, schemas map[string]any) map[string]any {

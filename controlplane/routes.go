@@ -13,6 +13,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/deploys"
 	"github.com/svcplatform/platform/controlplane/edgesync"
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
+	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/repos"
 	"github.com/svcplatform/platform/controlplane/security"
@@ -33,7 +34,7 @@ func (cp *ControlPlane) routeTable() []api.Route {
 	eh := edgesync.Handlers{S: cp.edgeSync}
 	bil := billing.Handlers{L: cp.Billing}
 	const G, P, U, A, D = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete
-	return []api.Route{
+	table := []api.Route{
 		// Workspace, keys, members, sessions.
 		{Method: G, Path: "/api/workspace", Op: auth.OpWorkspaceRead, Handler: acc.GetWorkspace, Summary: "The workspace and the caller", Response: accounts.WhoAmI{}},
 		{Method: G, Path: "/api/keys", Op: auth.OpKeyList, Handler: acc.ListKeys, Summary: "List API keys (your own; every key for admins)", Response: accounts.KeyList{}},
@@ -114,7 +115,7 @@ func (cp *ControlPlane) routeTable() []api.Route {
 		{Method: G, Path: "/api/security/overview", Op: auth.OpSecurityRead, Handler: sec.Overview,
 			Summary: "Security score and checks, with audit changes per hour over the last 24 hours", Response: security.Overview{}},
 
-		// Payments: routes are added here.
+		// Payments: the rows are in controlplane/payments/routes.go, appended below.
 		// Billing: the workspace Balance, included credit and spending limit.
 		{Method: G, Path: "/api/billing", Op: auth.OpBillingRead, Handler: bil.Get, Summary: "Balance, included credit, holds, month spend and spending limit (admins)", Response: billing.Answer{}},
 		{Method: U, Path: "/api/billing/spend-limit", Op: auth.OpBillingWrite, Handler: bil.PutSpendLimit, Summary: "Set or remove the monthly spending limit (admins); null removes it", Request: billing.SpendLimitRequest{}, Response: billing.Answer{}},
@@ -136,4 +137,9 @@ func (cp *ControlPlane) routeTable() []api.Route {
 		// The API's own description.
 		{Method: G, Path: "/api/openapi.json", Public: true, Handler: cp.serveOpenAPI, Summary: "This API's OpenAPI 3.1 document"},
 	}
+	// Areas built on the assembly keep their rows beside their handlers (the
+	// area's own HTTP tests mount the very same rows); they join the table
+	// here, in this order.
+	table = append(table, payments.Routes(payments.Handlers{S: cp.payments})...)
+	return table
 }

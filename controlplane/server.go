@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -32,6 +33,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/edgesync"
 	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/metering"
+	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/repos"
@@ -39,6 +41,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/security"
 	"github.com/svcplatform/platform/controlplane/shield"
 	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/netguard"
 	"github.com/svcplatform/platform/rules"
 )
 
@@ -69,6 +72,15 @@ type Config struct {
 	Registerer prometheus.Registerer `json:"-"`
 	// Jobs tunes the background job runner (workers, poll interval).
 	Jobs jobs.Config `json:"jobs"`
+	// AllowPrivateNetworks lets webhook URLs (and app origins) be on
+	// loopback, private or link-local addresses (tests, local development).
+	AllowPrivateNetworks bool `json:"allowPrivateNetworks"`
+	// OwnAddrs are the platform's own listeners, never reachable as a
+	// webhook target whatever AllowPrivateNetworks says.
+	OwnAddrs []netip.AddrPort `json:"-"`
+	// Payments configures the payments area (processor, hosted page base
+	// URL: the API's address).
+	Payments payments.Config `json:"payments"`
 }
 
 // DefaultOriginProbeEvery is how often the origins of serving apps and
@@ -136,6 +148,7 @@ type ControlPlane struct {
 	shield    *shield.Service
 	security  *security.Service
 	databases *databases.Service
+	payments  *payments.Service
 	// New areas are added here, in dependency order: jobs, billing, ai,
 	// vectors, payments, media.
 
@@ -256,6 +269,16 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		return err
 	}, jobs.KindOptions{MaxAttempts: 5, Backoff: []time.Duration{time.Minute, 10 * time.Minute, time.Hour}})
 	cp.Jobs.Every(jobDatabaseStorage, 24*time.Hour)
+
+	// Payments: checkout, earnings, payouts, signed webhooks.
+	if cp.payments, err = payments.New(ctx, cfg.Payments, payments.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
+		Sealer: cp.Sealer, Projects: cp.Projects, Plans: cp.Accounts, Email: cp.Accounts, Jobs: paymentsJobs{cp.Jobs},
+		HTTPClient: outboundClient(cfg.AllowPrivateNetworks, cfg.OwnAddrs),
+		CheckURL:   func(raw string) error { return netguard.CheckURL(raw, cfg.AllowPrivateNetworks) }, Logger: log}); err != nil {
+		return nil, err
+	}
+	cp.Projects.AddDependent(cp.payments)
+	cp.Projects.AddCounter(cp.payments)
 
 	// New areas are built here, each after what it depends on:
 	// ai (billing, accounts), vectors (projects, billing), payments

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -27,6 +28,14 @@ type options struct {
 	acmeEmail      string
 	acmeDirectory  string
 	cacheBytes     string
+	aiConfig       string
+	payProcessor   string
+	stripeKey      string
+	stripeBaseURL  string
+	accessLog      string
+	// allowPrivate lets app/function origins and webhook URLs be on
+	// loopback, private or link-local addresses.
+	allowPrivate bool
 }
 
 type flagDef struct {
@@ -53,6 +62,11 @@ func (o *options) defs() []flagDef {
 		{"acme-email", "PLATFORM_ACME_EMAIL", "", "edge: obtain certificates by ACME (Let's Encrypt) with this contact instead of the local CA", &o.acmeEmail},
 		{"acme-directory", "PLATFORM_ACME_DIRECTORY", "", "edge: ACME directory URL (default Let's Encrypt)", &o.acmeDirectory},
 		{"cache-bytes", "PLATFORM_CACHE_BYTES", "268435456", "edge: memory bound of the response cache, in bytes", &o.cacheBytes},
+		{"ai-config", "PLATFORM_AI_CONFIG", "", "AI providers and model catalogue overrides (JSON, CONTRACT.md)", &o.aiConfig},
+		{"payments-processor", "PLATFORM_PAYMENTS_PROCESSOR", "test", "payments: test (built-in hosted page, test cards) or stripe", &o.payProcessor},
+		{"stripe-key", "STRIPE_SECRET_KEY", "", "payments: the Stripe secret key, with --payments-processor stripe", &o.stripeKey},
+		{"stripe-base-url", "PLATFORM_STRIPE_BASE_URL", "", "payments: Stripe API base URL (default Stripe's; stripe-mock in tests)", &o.stripeBaseURL},
+		{"access-log", "PLATFORM_ACCESS_LOG", "", "edge: one JSON line per request to this file, or - for stdout (off when empty)", &o.accessLog},
 	}
 }
 
@@ -68,6 +82,16 @@ func (o *options) parse(cmd string, args []string) error {
 		}
 		fs.StringVar(d.dst, d.name, def, d.usage+" (env "+d.env+")")
 	}
+	allowDef := false
+	if v, ok := os.LookupEnv("PLATFORM_ALLOW_PRIVATE_NETWORKS"); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("PLATFORM_ALLOW_PRIVATE_NETWORKS=%q: want true or false", v)
+		}
+		allowDef = b
+	}
+	fs.BoolVar(&o.allowPrivate, "allow-private-networks", allowDef,
+		"let app/function origins and webhook URLs be on loopback, private or link-local addresses (env PLATFORM_ALLOW_PRIVATE_NETWORKS)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"github.com/svcplatform/platform/cache"
 	"github.com/svcplatform/platform/controlplane"
 	"github.com/svcplatform/platform/controlplane/accounts"
+	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/edge"
 )
@@ -52,7 +54,11 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 	reg := newRegistry()
 	cp, err := controlplane.New(ctx, controlplane.Config{
 		DataDir: o.data, AppsDomain: o.appsDomain, AppsPort: port, Logger: log, Registerer: reg,
-		Bootstrap: accounts.BootstrapConfig{WorkspaceName: "My workspace", OwnerEmail: o.ownerEmail, Plan: plan, Key: o.bootstrapKey},
+		Bootstrap:            accounts.BootstrapConfig{WorkspaceName: "My workspace", OwnerEmail: o.ownerEmail, Plan: plan, Key: o.bootstrapKey},
+		AllowPrivateNetworks: o.allowPrivate,
+		OwnAddrs:             ownAddrs(apiLn.Addr(), adminLn.Addr()),
+		Payments: payments.Config{PublicBaseURL: "http://" + apiLn.Addr().String(), Processor: o.payProcessor,
+			StripeKey: o.stripeKey, StripeBaseURL: o.stripeBaseURL},
 	})
 	if err != nil {
 		apiLn.Close()
@@ -302,4 +308,16 @@ func printBootstrap(b accounts.Bootstrap, apiAddr string) {
 	fmt.Printf("platform: dashboard password setup token (once, 7 days): %s\n", b.SetupToken)
 	fmt.Printf("          curl -X POST %s/api/members/accept -d '{\"token\":\"%s\",\"password\":\"<choose one>\"}'\n", base, b.SetupToken)
 	fmt.Printf("platform: API at %s   try: curl -H 'Authorization: Bearer <key>' %s/api/workspace\n", base, base)
+}
+
+// ownAddrs are the platform's own listeners as address-port pairs, which
+// outgoing requests to user-chosen URLs must never reach.
+func ownAddrs(addrs ...net.Addr) []netip.AddrPort {
+	var out []netip.AddrPort
+	for _, a := range addrs {
+		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+			out = append(out, ap)
+		}
+	}
+	return out
 }

@@ -1,0 +1,221 @@
+// Package netguard keeps the platform's outgoing requests to addresses that
+// users name (app and function origins, webhook URLs) off the platform's own
+// network: loopback, private (RFC 1918, fc00::/7), link-local, unspecified,
+// multicast and shared (RFC 6598) addresses, and the platform's own
+// listeners, are refused unless the operator allows private networks
+// (--allow-private-networks, for tests and local development).
+//
+// The check that matters runs at connect time on the address a name
+// resolved to (Dialer sets net.Dialer.Control), so a name that resolves to a
+// public address at deploy and to 127.0.0.1 later (DNS rebinding) is still
+// refused. CheckURL runs the same rules early, at deploy, for a clear error;
+// it never connects, so it does not reveal whether a port answers.
+package netguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ErrForbiddenAddress is wrapped by every refusal: the address is on a
+// network the platform does not connect to for its users.
+var ErrForbiddenAddress = errors.New("netguard: address not allowed")
+
+// ErrInvalidURL is wrapped by CheckURL's errors for a URL that is not a bare
+// http(s) address with a host.
+var ErrInvalidURL = errors.New("netguard: invalid URL")
+
+// lookupTimeout bounds the name resolution of CheckURL.
+const lookupTimeout = 3 * time.Second
+
+// Ranges refused besides those the netip predicates name (loopback,
+// private, link-local, unspecified, multicast).
+var extraBlocked = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),       // "this network" (RFC 791): 0.x reaches the host itself on Linux
+	netip.MustParsePrefix("100.64.0.0/10"),   // shared address space, carrier-grade NAT (RFC 6598)
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments (RFC 6890)
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking (RFC 2544)
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and the broadcast address
+	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated, still routed in places)
+	netip.MustParsePrefix("100::/64"),        // discard-only (RFC 6666)
+	netip.MustParsePrefix("2001:db8::/32"),   // documentation
+	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64 (RFC 8215)
+	netip.MustParsePrefix("::ffff:0:0:0/96"), // SIIT translated addresses
+	netip.MustParsePrefix("2001::/32"),       // Teredo: tunnels to arbitrary IPv4 hosts
+}
+
+// nat64 is the well-known NAT64 prefix (RFC 6052).
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// embeddedV4 returns the IPv4 address a NAT64 (64:ff9b::/96) or 6to4
+// (2002::/16) address carries.
+func embeddedV4(a netip.Addr) (netip.Addr, bool) {
+	if !a.Is6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	switch {
+	case nat64.Contains(a):
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+	case b[0] == 0x20 && b[1] == 0x02:
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	}
+	return netip.Addr{}, false
+}
+
+// Blocked reports whether a is on a network the platform does not connect
+// to for its users: loopback, private, link-local, unspecified, multicast,
+// shared or reserved ranges (see the package documentation), also when
+// written as an IPv4-mapped IPv6 address. NAT64 and 6to4 addresses are
+// judged by the IPv4 address they carry; Teredo is refused.
+func Blocked(a netip.Addr) bool {
+	if !a.IsValid() {
+		return true
+	}
+	a = a.Unmap().WithZone("")
+	if v4, ok := embeddedV4(a); ok {
+		return Blocked(v4)
+	}
+	if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
+		return true
+	}
+	for _, p := range extraBlocked {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// guard is the Control of a guarded dialer.
+type guard struct {
+	allowPrivate bool
+	own          []netip.AddrPort
+	interfaces   func() ([]net.Addr, error)
+}
+
+// check refuses address (an "ip:port" the dialer is about to connect to).
+func (g *guard) check(address string) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: %q is not an address", ErrForbiddenAddress, address)
+	}
+	a := ap.Addr().Unmap().WithZone("")
+	if g.allowPrivate {
+		return nil
+	}
+	if Blocked(a) {
+		return fmt.Errorf("%w: %s is on a loopback, private, link-local or reserved network", ErrForbiddenAddress, a)
+	}
+	if g.isOwn(netip.AddrPortFrom(a, ap.Port())) {
+		return fmt.Errorf("%w: %s is one of the platform's own listeners", ErrForbiddenAddress, netip.AddrPortFrom(a, ap.Port()))
+	}
+	return nil
+}
+
+// isOwn reports whether ap is one of the platform's listeners. A listener
+// on an unspecified address (":9090") is every address of this host on that
+// port.
+func (g *guard) isOwn(ap netip.AddrPort) bool {
+	for _, o := range g.own {
+		if o.Port() != ap.Port() {
+			continue
+		}
+		oa := o.Addr().Unmap()
+		if oa == ap.Addr() {
+			return true
+		}
+		if oa.IsUnspecified() && g.local(ap.Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
+// local reports whether a is an address of one of this host's interfaces;
+// when they cannot be listed, every address counts as local (fail closed).
+func (g *guard) local(a netip.Addr) bool {
+	addrs, err := g.interfaces()
+	if err != nil {
+		return true
+	}
+	for _, ia := range addrs {
+		var ip net.IP
+		switch v := ia.(type) {
+		case *net.IPNet:
+			ip = v.IP
+		case *net.IPAddr:
+			ip = v.IP
+		}
+		if x, ok := netip.AddrFromSlice(ip); ok && x.Unmap() == a {
+			return true
+		}
+	}
+	return false
+}
+
+// Dialer returns a dialer that refuses to connect to a Blocked address, and
+// to the platform's own listeners (own; an unspecified address stands for
+// every address of this host), unless allowPrivate. The check runs in
+// net.Dialer.Control on the address about to be connected to, after name
+// resolution, so it holds for every address a name resolves to. A refusal
+// wraps ErrForbiddenAddress. Set Timeout and the like on the result as
+// needed.
+func Dialer(allowPrivate bool, own ...netip.AddrPort) *net.Dialer {
+	g := &guard{allowPrivate: allowPrivate, own: append([]netip.AddrPort(nil), own...), interfaces: net.InterfaceAddrs}
+	return &net.Dialer{Control: func(_, address string, _ syscall.RawConn) error { return g.check(address) }}
+}
+
+// CheckURL checks an http or https base URL that a user gave (an origin, a
+// webhook) at the time it is saved: the scheme, a host, and, unless
+// allowPrivate, that neither the host (an address literal, "localhost" and
+// names under .localhost) nor any address the name resolves to now is
+// Blocked. It never connects. A name that does not resolve is accepted (it
+// may be created later); Dialer checks again at every connection. Errors
+// wrap ErrInvalidURL or ErrForbiddenAddress and do not say whether anything
+// listens there.
+func CheckURL(raw string, allowPrivate bool) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return fmt.Errorf("%w: %q must be an http or https address with a host", ErrInvalidURL, raw)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%w: %q has an invalid port", ErrInvalidURL, raw)
+		}
+	}
+	if allowPrivate {
+		return nil
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if a, err := netip.ParseAddr(host); err == nil {
+		if Blocked(a) {
+			return fmt.Errorf("%w: %s is on a loopback, private, link-local or reserved network", ErrForbiddenAddress, a.WithZone(""))
+		}
+		return nil
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return fmt.Errorf("%w: %s names this host", ErrForbiddenAddress, host)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil
+	}
+	for _, a := range addrs {
+		if Blocked(a) {
+			return fmt.Errorf("%w: %s resolves to %s, on a loopback, private, link-local or reserved network", ErrForbiddenAddress, host, a.Unmap())
+		}
+	}
+	return nil
+}

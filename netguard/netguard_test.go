@@ -1,0 +1,164 @@
+package netguard
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+func TestBlocked(t *testing.T) {
+	for _, tc := range []struct {
+		addr    string
+		blocked bool
+	}{
+		{"127.0.0.1", true}, {"127.8.9.10", true}, {"::1", true}, {"::ffff:127.0.0.1", true},
+		{"10.1.2.3", true}, {"172.16.0.1", true}, {"172.31.255.255", true}, {"192.168.1.1", true},
+		{"fc00::1", true}, {"fd12:3456::1", true}, {"169.254.169.254", true}, {"fe80::1", true},
+		{"0.0.0.0", true}, {"0.1.2.3", true}, {"::", true}, {"224.0.0.1", true}, {"ff02::1", true},
+		{"100.64.0.1", true}, {"255.255.255.255", true}, {"64:ff9b::a00:1", true}, {"64:ff9b::7f00:1", true},
+		{"2002:7f00:1::", true}, {"2001:0:4136:e378::1", true}, {"fe80::1%eth0", true}, {"::ffff:10.0.0.1", true},
+		{"8.8.8.8", false}, {"1.1.1.1", false}, {"172.32.0.1", false}, {"2606:4700::1111", false},
+		{"64:ff9b::808:808", false}, {"100.128.0.1", false},
+	} {
+		t.Run(tc.addr, func(t *testing.T) {
+			if got := Blocked(netip.MustParseAddr(tc.addr)); got != tc.blocked {
+				t.Fatalf("Blocked(%s) = %v, want %v", tc.addr, got, tc.blocked)
+			}
+		})
+	}
+	if !Blocked(netip.Addr{}) {
+		t.Fatal("the zero address must be blocked")
+	}
+}
+
+func TestCheckURL(t *testing.T) {
+	for _, tc := range []struct {
+		url          string
+		allowPrivate bool
+		want         error
+	}{
+		{"http://8.8.8.8:3000", false, nil},
+		{"https://[2606:4700::1111]", false, nil},
+		{"http://127.0.0.1:9090", false, ErrForbiddenAddress},
+		{"http://127.0.0.1:9090", true, nil},
+		{"http://[::1]:7070", false, ErrForbiddenAddress},
+		{"http://169.254.169.254", false, ErrForbiddenAddress},
+		{"http://10.0.0.5:80", false, ErrForbiddenAddress},
+		{"http://[::ffff:192.168.0.1]", false, ErrForbiddenAddress},
+		{"http://localhost:3000", false, ErrForbiddenAddress},
+		{"http://LOCALHOST.:3000", false, ErrForbiddenAddress},
+		{"http://app.localhost", false, ErrForbiddenAddress},
+		{"http://0.0.0.0:9090", false, ErrForbiddenAddress},
+		{"http://no-such-name.invalid", false, nil}, // checked again at connect time
+		{"ftp://8.8.8.8", false, ErrInvalidURL},
+		{"http://", false, ErrInvalidURL},
+		{"http://8.8.8.8:99999", true, ErrInvalidURL},
+		{"::", false, ErrInvalidURL},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			err := CheckURL(tc.url, tc.allowPrivate)
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("CheckURL(%q, %v) = %v, want %v", tc.url, tc.allowPrivate, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDialer dials real listeners: loopback is refused at connect time
+// unless private networks are allowed; the refusal happens before any SYN,
+// so it reads the same whether or not the port answers.
+func TestDialer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := closed.Addr().String()
+	closed.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name         string
+		allowPrivate bool
+		addr         string
+		want         error
+	}{
+		{"loopback refused", false, ln.Addr().String(), ErrForbiddenAddress},
+		{"closed port refused alike", false, closedAddr, ErrForbiddenAddress},
+		{"name resolving to loopback refused", false, "localhost:" + portOf(ln.Addr()), ErrForbiddenAddress},
+		{"allowed", true, ln.Addr().String(), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Dialer(tc.allowPrivate).DialContext(ctx, "tcp", tc.addr)
+			if c != nil {
+				c.Close()
+			}
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("dial %s: %v, want %v", tc.addr, err, tc.want)
+			}
+		})
+	}
+}
+
+func portOf(a net.Addr) string {
+	_, p, _ := net.SplitHostPort(a.String())
+	return p
+}
+
+// TestOwnListeners: the platform's own listeners are refused on any of the
+// host's addresses when they listen on an unspecified address.
+func TestOwnListeners(t *testing.T) {
+	g := &guard{own: []netip.AddrPort{netip.MustParseAddrPort("0.0.0.0:9090"), netip.MustParseAddrPort("203.0.113.7:7070")},
+		interfaces: func() ([]net.Addr, error) {
+			return []net.Addr{&net.IPNet{IP: net.ParseIP("198.51.100.20"), Mask: net.CIDRMask(24, 32)}}, nil
+		}}
+	for _, tc := range []struct {
+		addr    string
+		refused bool
+	}{
+		{"198.51.100.20:9090", true}, // an interface address, admin port
+		{"198.51.100.20:9091", false},
+		{"8.8.8.8:9090", false}, // not this host
+		{"203.0.113.7:7070", true},
+		{"203.0.113.7:7071", false},
+	} {
+		t.Run(tc.addr, func(t *testing.T) {
+			err := g.check(tc.addr)
+			if (err != nil) != tc.refused || err != nil && !errors.Is(err, ErrForbiddenAddress) {
+				t.Fatalf("check(%s) = %v, want refused=%v", tc.addr, err, tc.refused)
+			}
+		})
+	}
+	g.interfaces = func() ([]net.Addr, error) { return nil, errors.New("no interfaces") }
+	if g.check("8.8.8.8:9090") == nil {
+		t.Fatal("with unlistable interfaces an own port must fail closed")
+	}
+}
+
+func FuzzCheckURL(f *testing.F) {
+	for _, s := range []string{"http://127.0.0.1:80", "https://[::1]", "http://[fe80::1%25eth0]:80", "http://8.8.8.8", "http://a.localhost"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		err := CheckURL(raw, false)
+		if err != nil && !errors.Is(err, ErrInvalidURL) && !errors.Is(err, ErrForbiddenAddress) {
+			t.Fatalf("CheckURL(%q): unexpected error class %v", raw, err)
+		}
+	})
+}
