@@ -224,6 +224,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	cp.onClose(cp.Accounts.Close)
 	cp.Accounts.SetMailer(&accounts.FileMailer{Dir: filepath.Join(cfg.DataDir, "mail"), Log: log, Now: clk.Now})
 	cp.Projects = projects.New(projects.Config{AppsDomain: cfg.AppsDomain, AppsPort: cfg.AppsPort}, cp.DB, clk, cp.Audit, cp.Meter, cp.Sealer)
+	cp.Projects.SetKeyRevoker(cp.Accounts)
 	if cp.Bootstrap, err = cp.Accounts.EnsureBootstrap(ctx, cfg.Bootstrap); err != nil {
 		return nil, err
 	}

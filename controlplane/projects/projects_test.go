@@ -278,10 +278,15 @@ func TestDeleteProject(t *testing.T) {
 	}
 	env.Owner.Must(200, "GET", path+"/env", nil)
 	env.Owner.Must(200, "GET", path+"/deployments", nil)
+	projectKey := env.NewKey("full", id)
+	projectKey.Must(200, "GET", path, nil)
 
-	// Deleting again retries and finishes.
+	// Deleting again retries and finishes; the project's keys go with it.
 	dep.fail = nil
 	env.Owner.Must(200, "DELETE", path, nil)
+	if r := projectKey.Do("GET", "/api/projects", nil); r.Status != 401 {
+		t.Fatalf("a deleted project's key still works: %d %s", r.Status, r.Body)
+	}
 	if dep.removed != 1 {
 		t.Fatalf("removed %d times", dep.removed)
 	}

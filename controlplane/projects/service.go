@@ -63,6 +63,13 @@ func New(cfg Config, db *store.DB, clk clock.Clock, log *audit.Log, meter meteri
 	return s
 }
 
+// SetKeyRevoker installs what revokes a deleted project's keys.
+func (s *Service) SetKeyRevoker(k KeyRevoker) {
+	if st, ok := s.store.(*SQLStore); ok {
+		st.Keys = k
+	}
+}
+
 // SetDeployments installs what knows the projects' deployments.
 func (s *Service) SetDeployments(d Deployments) { s.deployments = d }
 

@@ -66,6 +66,15 @@ type SQLStore struct {
 	Audit *audit.Log
 	// Address renders a slug's address (Project.URL).
 	Address func(slug string) string
+	// Keys revokes a deleted project's keys in the delete's transaction
+	// (the accounts area owns the keys).
+	Keys KeyRevoker
+}
+
+// KeyRevoker revokes the API keys limited to a project, inside the
+// caller's transaction.
+type KeyRevoker interface {
+	RevokeProjectKeys(ctx context.Context, q store.Querier, projectID string, now time.Time) error
 }
 
 var _ Store = (*SQLStore)(nil)
@@ -179,8 +188,10 @@ func (s *SQLStore) DeleteProject(ctx context.Context, id string, now time.Time, 
 		if _, err := tx.ExecContext(ctx, `DELETE FROM projects WHERE id = ?`, id); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE project_id = ? AND revoked_at = ''`, store.FormatTime(now), id); err != nil {
-			return err
+		if s.Keys != nil {
+			if err := s.Keys.RevokeProjectKeys(ctx, tx, id, now); err != nil {
+				return err
+			}
 		}
 		return s.Audit.Record(ctx, tx, ev)
 	})
