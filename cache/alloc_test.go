@@ -21,7 +21,14 @@ func TestHitPathsDoNotAllocate(t *testing.T) {
 	exchange{req: []string{"GET /api/items?page=2", "Accept-Encoding: gzip, br"}, status: 200, body: `{"items":[]}`, resp: []string{
 		"Cache-Control: public, s-maxage=60", "Content-Type: application/json", `ETag: "i2"`, "Vary: Accept-Encoding",
 	}}.store(t, c, clk.Now())
+	exchange{req: []string{"GET /stale"}, status: 200, body: "0123456789", resp: []string{
+		"Cache-Control: max-age=1, stale-while-revalidate=3600", `ETag: "s"`,
+	}}.store(t, c, clk.Now())
 	c.Wait()
+	rangeReq := newReq(t, "GET /stale", "Range: bytes=2-5")
+	staleReq := newReq(t, "GET /stale")
+	fwd := newResp(t, 200, "x", "Date: "+httpDate(0), "Cache-Control: max-age=1", "CDN-Cache-Control: max-age=60")
+	clk.Add(2 * time.Second)
 
 	tests := []struct {
 		name string
@@ -47,6 +54,22 @@ func TestHitPathsDoNotAllocate(t *testing.T) {
 			}
 			resp.Reset()
 			r.Entry.Respond(resp, clk.Now())
+		}},
+		{"shared stale-while-revalidate Lookup and RespondTo with Range", func(resp *fasthttp.Response) {
+			r := c.Lookup("app", staleReq)
+			if r.State != StaleWhileRevalidate {
+				t.Fatalf("shared %v", r.State)
+			}
+			resp.Reset()
+			r.Entry.RespondTo(resp, &rangeReq.Header, clk.Now())
+			if resp.StatusCode() != 206 {
+				t.Fatalf("status %d", resp.StatusCode())
+			}
+		}},
+		{"forwarded response: KeepDate and StripTargeted", func(resp *fasthttp.Response) {
+			fwd.Header.CopyTo(&resp.Header)
+			KeepDate(&resp.Header, clk.Now())
+			StripTargeted(&resp.Header)
 		}},
 	}
 	for _, tt := range tests {

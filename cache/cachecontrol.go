@@ -40,6 +40,12 @@ type CacheControl struct {
 	Immutable bool
 	// SMaxAge is s-maxage in seconds (§5.2.2.10), or Unset.
 	SMaxAge int64
+	// StaleWhileRevalidate is the stale-while-revalidate response directive
+	// in seconds (RFC 5861 §3), or Unset.
+	StaleWhileRevalidate int64
+	// StaleIfError is the stale-if-error directive in seconds, request or
+	// response (RFC 5861 §4), or Unset.
+	StaleIfError int64
 
 	// MaxStale is the max-stale request directive in seconds (§5.2.1.2),
 	// MaxDeltaSeconds when given without a value, or Unset.
@@ -67,7 +73,7 @@ func ParseCacheControl(v []byte) CacheControl {
 
 // Reset clears cc: no directive present.
 func (cc *CacheControl) Reset() {
-	*cc = CacheControl{MaxAge: Unset, SMaxAge: Unset, MaxStale: Unset, MinFresh: Unset}
+	*cc = CacheControl{MaxAge: Unset, SMaxAge: Unset, MaxStale: Unset, MinFresh: Unset, StaleWhileRevalidate: Unset, StaleIfError: Unset}
 }
 
 // Parse adds the directives of one more field value to cc, for messages
@@ -151,6 +157,8 @@ func (cc *CacheControl) apply(name, arg []byte, hasArg, argOK bool) {
 	case 14:
 		if equalFold(name, "only-if-cached") {
 			cc.OnlyIfCached = true
+		} else if equalFold(name, "stale-if-error") {
+			cc.setExtension(&cc.StaleIfError, arg, hasArg, argOK)
 		}
 	case 15:
 		if equalFold(name, "must-revalidate") {
@@ -161,6 +169,10 @@ func (cc *CacheControl) apply(name, arg []byte, hasArg, argOK bool) {
 	case 16:
 		if equalFold(name, "proxy-revalidate") {
 			cc.ProxyRevalidate = true
+		}
+	case 22:
+		if equalFold(name, "stale-while-revalidate") {
+			cc.setExtension(&cc.StaleWhileRevalidate, arg, hasArg, argOK)
 		}
 	}
 }
@@ -188,6 +200,24 @@ func (cc *CacheControl) setDelta(dst *int64, arg []byte, hasArg, argOK, optional
 		return
 	}
 	*dst = n
+}
+
+// setExtension stores the delta-seconds argument of an extension directive
+// (RFC 5861). Unlike max-age, a malformed extension is ignored (RFC 9111
+// §5.2.3: unrecognised uses of an extension are ignored) rather than making
+// the response stale; a repeated one keeps the smaller value, the
+// conservative reading.
+func (cc *CacheControl) setExtension(dst *int64, arg []byte, hasArg, argOK bool) {
+	if !hasArg || !argOK {
+		return
+	}
+	n, ok := parseDelta(arg)
+	if !ok {
+		return
+	}
+	if *dst == Unset || n < *dst {
+		*dst = n
+	}
 }
 
 // parseDelta parses delta-seconds = 1*DIGIT (RFC 9111 §1.2.2), capping the

@@ -7,14 +7,18 @@
 //     deployment's pinned CDN TTL, so a deploy or rollback never serves old
 //     bytes;
 //   - an RFC 9111 shared cache for server apps and functions ([Cache.Lookup],
-//     [Cache.Store], [Cache.Revalidated]) directed by the origin only: nothing
-//     is kept that the origin did not mark cacheable, no heuristic freshness,
-//     no stale responses, origin header fields passed through unchanged
-//     except Age.
+//     [Cache.Store], [Cache.Capture], [Cache.Revalidated],
+//     [Cache.StaleOnError]) directed by the origin: CDN-Cache-Control (RFC
+//     9213) ahead of Cache-Control, heuristic freshness only from
+//     Last-Modified, stale responses only as RFC 5861 and RFC 9111 §4.2.4
+//     allow, Range requests answered from stored complete responses
+//     ([SharedEntry.RespondTo]), origin header fields passed through
+//     unchanged (Date included, [SetDate]) except Age and CDN-Cache-Control.
 //
 // The policy half of the shared cache is pure and usable on its own:
-// [ParseCacheControl], [Decide], [FreshnessLifetime], [InitialAge],
-// [ParseVary] and [AppendVaryKey].
+// [ParseCacheControl], [ParseTargetedCacheControl], [ParseHTTPDate],
+// [Decide], [FreshnessLifetime], [HeuristicLifetime], [InitialAge],
+// [ParseRange], [ParseVary] and [AppendVaryKey].
 //
 // # Buffer ownership
 //

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -16,10 +17,25 @@ type SharedEntry struct {
 	body         []byte
 	etag         []byte
 	lastModified []byte
-	lifetime     time.Duration // freshness lifetime, §4.2.1
+	date         []byte        // the origin's Date, or the response time (RFC 9110 §6.6.1)
+	lifetime     time.Duration // freshness lifetime, §4.2.1 or heuristic §4.2.2
 	initialAge   time.Duration // corrected_initial_age, §4.2.3
 	responseTime time.Time
-	revalidate   bool // revalidate before every use (no-cache)
+	revalidate   bool          // revalidate before every use (no-cache)
+	swr, sie     time.Duration // RFC 5861 allowances
+	noStale      bool          // must-revalidate, proxy-revalidate, no-cache
+	sMaxAge      bool          // s-maxage: no stale when merely disconnected
+	heuristic    bool
+
+	// tmpl is the header Respond copies: status, fields and Date, built
+	// once when the entry is, read-only afterwards. Copying it costs less
+	// than adding each field and parsing the Date again on every hit.
+	tmpl fasthttp.ResponseHeader
+
+	// refreshUntil is when the current background revalidation claim
+	// (stale-while-revalidate) lapses, in Unix nanoseconds by the cache's
+	// clock: one request refreshes, the others are served stale meanwhile.
+	refreshUntil atomic.Int64
 }
 
 // Status returns the stored status code.
@@ -46,8 +62,17 @@ func (e *SharedEntry) Header(name string) []byte {
 	return nil
 }
 
-// Lifetime returns the freshness lifetime (RFC 9111 §4.2.1).
+// Lifetime returns the freshness lifetime (RFC 9111 §4.2.1), or the
+// heuristic one (§4.2.2) when [SharedEntry.Heuristic].
 func (e *SharedEntry) Lifetime() time.Duration { return e.lifetime }
+
+// Heuristic reports whether the lifetime is heuristic (RFC 9111 §4.2.2).
+func (e *SharedEntry) Heuristic() bool { return e.heuristic }
+
+// Date returns the Date field value sent with the entry: the origin's, or
+// the time the response was received when the origin sent none (RFC 9110
+// §6.6.1). Do not modify it.
+func (e *SharedEntry) Date() []byte { return e.date }
 
 // Age returns the entry's current_age at now (RFC 9111 §4.2.3).
 func (e *SharedEntry) Age(now time.Time) time.Duration {
@@ -65,18 +90,51 @@ func (e *SharedEntry) validators() bool {
 }
 
 // Respond writes the entry to resp, which should be empty: the status, the
-// origin's header fields as stored, Age, and the body (not copied: resp
-// must not modify it). fasthttp writes its own Date. It does not allocate
-// once resp has held such a response.
+// origin's header fields as stored (its Date unchanged, RFC 9110 §6.6.1;
+// CDN-Cache-Control left out, RFC 9213), Age, and the body (not copied:
+// resp must not modify it). It does not allocate once resp has held such a
+// response. [SharedEntry.RespondTo] also answers conditional and Range
+// requests.
 func (e *SharedEntry) Respond(resp *fasthttp.Response, now time.Time) {
-	h := &resp.Header
+	e.tmpl.CopyTo(&resp.Header)
+	var buf [20]byte
+	resp.Header.SetBytesV(fasthttp.HeaderAge, AppendAge(buf[:0], e.Age(now)))
+	resp.SetBodyRaw(e.body)
+}
+
+// buildTemplate fills tmpl; call it once, before the entry is shared.
+func (e *SharedEntry) buildTemplate() {
+	h := &e.tmpl
 	h.SetStatusCode(e.status)
 	for _, f := range e.fields {
+		if !f.hidden {
+			h.AddBytesKV(f.name, f.value)
+		}
+	}
+	SetDate(h, e.date)
+}
+
+// writeHeader writes status, the stored fields (without the content
+// fields when content is false), Date and Age.
+func (e *SharedEntry) writeHeader(h *fasthttp.ResponseHeader, status int, now time.Time, content bool) {
+	h.SetStatusCode(status)
+	for _, f := range e.fields {
+		if f.hidden || !content && isContentField(f.name) {
+			continue
+		}
 		h.AddBytesKV(f.name, f.value)
 	}
+	SetDate(h, e.date)
 	var buf [20]byte
 	h.SetBytesV(fasthttp.HeaderAge, AppendAge(buf[:0], e.Age(now)))
-	resp.SetBodyRaw(e.body)
+}
+
+// isContentField reports the fields that describe content, left out of a
+// 416 answer, which carries none.
+func isContentField(name []byte) bool {
+	return equalFold(name, "content-type") || equalFold(name, "content-encoding") ||
+		equalFold(name, "content-language") || equalFold(name, "content-range") ||
+		equalFold(name, "content-disposition") || equalFold(name, "content-md5")
 }
 
 // Conditional makes h, the request to send to the origin, a conditional

@@ -6,8 +6,13 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// field is one stored header field line.
-type field struct{ name, value []byte }
+// field is one stored header field line. hidden fields are kept for the
+// cache's own use and never written to clients (CDN-Cache-Control, RFC
+// 9213), nor is Date, which [SetDate] writes.
+type field struct {
+	name, value []byte
+	hidden      bool
+}
 
 // fieldOverhead approximates the memory of one field beyond its bytes.
 const fieldOverhead = 48
@@ -56,7 +61,7 @@ func responseFields(dst []field, h *fasthttp.ResponseHeader, skip func([]byte, [
 	conn := slices.Clone(h.PeekAll(fasthttp.HeaderConnection))
 	for k, v := range h.All() {
 		if !skip(k, conn) {
-			dst = append(dst, field{k, v})
+			dst = append(dst, field{name: k, value: v})
 		}
 	}
 	return dst
@@ -89,6 +94,8 @@ func hasField(fs []field, name []byte) bool {
 func fieldsFacts(status int, fs []field) responseFacts {
 	f := responseFacts{status: status}
 	f.cc.Reset()
+	var t targeted
+	t.reset()
 	for _, fl := range fs {
 		n, v := fl.name, fl.value
 		switch {
@@ -115,11 +122,14 @@ func fieldsFacts(status int, fs []field) responseFacts {
 			}
 		case equalFold(n, "set-cookie"):
 			f.setCookie = true
+		case equalFold(n, "cdn-cache-control"):
+			t.add(v)
 		case equalFold(n, "vary"):
 			if _, star := ParseVary(nil, v); star {
 				f.varyStar = true
 			}
 		}
 	}
+	f.target(&t)
 	return f
 }

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -10,8 +9,8 @@ import (
 // FreshnessLifetime returns a response's freshness lifetime for a shared
 // cache (RFC 9111 §4.2.1): s-maxage, else max-age, else Expires minus Date
 // (the response time when Date is absent or invalid). explicit is false when
-// the response gives none of these: this cache never computes a heuristic
-// lifetime (§4.2.2), such a response has lifetime 0. An invalid Expires
+// the response gives none of these; [HeuristicLifetime] may then apply
+// (§4.2.2). An invalid Expires
 // means already expired (§5.3), and so do invalid or conflicting max-age or
 // s-maxage directives (cc.Invalid).
 func FreshnessLifetime(cc *CacheControl, expires, date []byte, responseTime time.Time) (lifetime time.Duration, explicit bool) {
@@ -80,17 +79,4 @@ func parseAge(v []byte) int64 {
 
 func seconds(n int64) time.Duration {
 	return time.Duration(n) * time.Second
-}
-
-// parseHTTPDate parses an HTTP-date in any of the three formats a recipient
-// must accept (RFC 9110 §5.6.7). The usual IMF-fixdate does not allocate.
-func parseHTTPDate(b []byte) (time.Time, bool) {
-	if len(b) == 0 {
-		return time.Time{}, false
-	}
-	if t, err := fasthttp.ParseHTTPDate(b); err == nil {
-		return t, true
-	}
-	t, err := http.ParseTime(string(b))
-	return t, err == nil
 }

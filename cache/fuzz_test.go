@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -137,6 +138,82 @@ func FuzzEntityTags(f *testing.F) {
 		etagMatch([]byte(list), []byte(etag))
 		if tag := opaqueTag([]byte(etag)); tag != nil && bytes.Count(tag, []byte{'"'}) == 2 && !etagMatch(tag, []byte(etag)) {
 			t.Fatalf("%q does not match itself", etag)
+		}
+	})
+}
+
+// FuzzParseHTTPDate: the strict HTTP-date parser never panics, accepts only
+// the three fixed-length formats, and an accepted IMF-fixdate formats back
+// to itself up to the day name, which is not checked.
+func FuzzParseHTTPDate(f *testing.F) {
+	for _, s := range []string{
+		"Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
+		"Sat, 31 Dec 2016 23:59:60 GMT", "Mon, 29 Feb 2021 00:00:00 GMT", "0", "", "Wednesday, 31-Dec-99 23:59:59 GMT",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		tm, ok := ParseHTTPDate([]byte(v))
+		if !ok {
+			return
+		}
+		if n := len(v); n != 29 && n != 24 && (n < 30 || n > 33) {
+			t.Fatalf("accepted %q of length %d", v, n)
+		}
+		if tm.Location() != time.UTC {
+			t.Fatalf("%q parsed in %v", v, tm.Location())
+		}
+		if len(v) == 29 && v[23:25] != "60" { // a leap second rolls over
+			if got := string(AppendHTTPDate(nil, tm)); got[5:] != v[5:] {
+				t.Fatalf("%q formats back as %q", v, got)
+			}
+		}
+	})
+}
+
+// FuzzTargetedCacheControl: the Structured Field parser never panics, is
+// deterministic, keeps delta-seconds in range, and a refused field leaves
+// no directive behind.
+func FuzzTargetedCacheControl(f *testing.F) {
+	for _, s := range []string{
+		"max-age=60", "public, s-maxage=10;a=1, stale-if-error=5", `private="x", no-cache=?1`, "a=(1 2 \"x\");p, b=:AA==:",
+		"max-age=1.5", "max-age=-3", "max-age=1234567890123456", "x=@1700000000, y=%\"caf%c3%a9\"", "max-age=60,", "Max-Age=1", "*a=?0",
+	} {
+		f.Add(s, "")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		lines := [][]byte{[]byte(a), []byte(b)}
+		cc, ok := ParseTargetedCacheControl(lines)
+		cc2, ok2 := ParseTargetedCacheControl(lines)
+		if cc != cc2 || ok != ok2 {
+			t.Fatal("not deterministic")
+		}
+		var none CacheControl
+		none.Reset()
+		if !ok && cc != none {
+			t.Fatalf("refused field left %+v", cc)
+		}
+		for name, d := range map[string]int64{"max-age": cc.MaxAge, "s-maxage": cc.SMaxAge, "swr": cc.StaleWhileRevalidate, "sie": cc.StaleIfError} {
+			if d != Unset && (d < 0 || d > MaxDeltaSeconds) {
+				t.Fatalf("%s = %d", name, d)
+			}
+		}
+	})
+}
+
+// FuzzRange: Range parsing never panics and a single range it returns is
+// always within the representation.
+func FuzzRange(f *testing.F) {
+	for _, s := range []string{"bytes=0-4", "bytes=-5", "bytes=7-", "bytes=5-2", "bytes=0-1,3-4", "BYTES = 1-2", "bytes=99999999999999999999-", "bytes=,,1-1,"} {
+		f.Add(s, int64(20))
+	}
+	f.Fuzz(func(t *testing.T, v string, size int64) {
+		out, r := ParseRange([]byte(v), size)
+		if out == RangeSingle && (r.First < 0 || r.First > r.Last || r.Last >= size) {
+			t.Fatalf("ParseRange(%q, %d) = %+v", v, size, r)
+		}
+		if size <= 0 && out != RangeIgnore {
+			t.Fatalf("empty representation: %v", out)
 		}
 	})
 }

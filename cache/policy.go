@@ -88,6 +88,22 @@ type Decision struct {
 	// Revalidate reports that the stored response must be revalidated
 	// before every use: no-cache (§5.2.2.4), or stale on arrival.
 	Revalidate bool
+	// Heuristic reports that Lifetime is a heuristic one (§4.2.2): the
+	// response had Last-Modified and no explicit freshness.
+	Heuristic bool
+	// Targeted reports that the directives came from CDN-Cache-Control
+	// (RFC 9213), Cache-Control and Expires being ignored.
+	Targeted bool
+	// StaleWhileRevalidate and StaleIfError are the RFC 5861 allowances
+	// (0 when absent).
+	StaleWhileRevalidate, StaleIfError time.Duration
+	// NoStale reports that the response must never be served stale:
+	// must-revalidate (§5.2.2.2), proxy-revalidate (§5.2.2.8) or no-cache.
+	NoStale bool
+	// SharedMaxAge reports s-maxage, which implies proxy-revalidate in a
+	// shared cache (§5.2.2.10): no stale response when the origin is merely
+	// unreachable; explicit RFC 5861 allowances still apply.
+	SharedMaxAge bool
 }
 
 // Storable reports whether d.Reason is ReasonStorable.
@@ -112,6 +128,15 @@ type responseFacts struct {
 	lastModified []byte
 	setCookie    bool
 	varyStar     bool
+	targeted     bool // cc came from CDN-Cache-Control
+}
+
+// target replaces the directives with those of a valid targeted field
+// (RFC 9213 §2.2): Cache-Control and Expires are then ignored.
+func (f *responseFacts) target(t *targeted) {
+	if cc, ok := t.result(); ok {
+		f.cc, f.expires, f.targeted = cc, nil, true
+	}
 }
 
 func (f *responseFacts) validators() bool {
@@ -143,6 +168,12 @@ func readResponseFacts(resp *fasthttp.Response) responseFacts {
 		f.cc.Parse(v)
 	}
 	f.expires = present(h.Peek(fasthttp.HeaderExpires), h, fasthttp.HeaderExpires)
+	var t targeted
+	t.reset()
+	for _, v := range h.PeekAll(HeaderCDNCacheControl) {
+		t.add(v)
+	}
+	f.target(&t)
 	f.date = h.Peek(fasthttp.HeaderDate)
 	f.age = h.Peek(fasthttp.HeaderAge)
 	f.etag = h.Peek(fasthttp.HeaderETag)
@@ -173,14 +204,43 @@ func present(v []byte, h *fasthttp.ResponseHeader, name string) []byte {
 
 var emptyValue = []byte{}
 
-// defaultCacheable reports whether a status code is cacheable by default
-// (heuristically cacheable, RFC 9110 §15.1).
+// defaultCacheable reports whether a status code is heuristically
+// cacheable (RFC 9110 §15.1). 206 is among them but never stored here:
+// ranges are answered from stored complete responses.
 func defaultCacheable(status int) bool {
 	switch status {
-	case 200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501:
+	case 200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501:
 		return true
 	}
 	return false
+}
+
+// HeuristicCap bounds a heuristic freshness lifetime (RFC 9111 §4.2.2), so a
+// page unchanged for years is still revalidated daily; RFC 9111 no longer
+// asks for a warning past 24 hours, the cap keeps that bound anyway.
+const HeuristicCap = 24 * time.Hour
+
+// HeuristicFraction is the share of the time since Last-Modified used as a
+// heuristic freshness lifetime, in percent (RFC 9111 §4.2.2 suggests 10%).
+const HeuristicFraction = 10
+
+// HeuristicLifetime returns a heuristic freshness lifetime (RFC 9111
+// §4.2.2) for a response with a valid Last-Modified and no explicit
+// freshness: HeuristicFraction percent of the time between Last-Modified
+// and Date (the response time when Date is absent or invalid), at most
+// HeuristicCap, 0 when Last-Modified is not in the past. ok is false when
+// Last-Modified is absent or invalid. Use it only for heuristically
+// cacheable status codes (RFC 9110 §15.1).
+func HeuristicLifetime(lastModified, date []byte, responseTime time.Time) (time.Duration, bool) {
+	lm, ok := parseHTTPDate(lastModified)
+	if !ok {
+		return 0, false
+	}
+	base, ok := parseHTTPDate(date)
+	if !ok {
+		base = responseTime
+	}
+	return min(max(base.Sub(lm), 0)/100*HeuristicFraction, HeuristicCap), true
 }
 
 // understood reports whether the cache understands a final status code well
@@ -221,15 +281,29 @@ func decide(rq *requestFacts, rs *responseFacts, requestTime, responseTime time.
 		return Decision{Reason: ReasonVaryStar}
 	}
 	lifetime, explicit := FreshnessLifetime(cc, rs.expires, rs.date, responseTime)
-	marked := explicit ||
+	heuristic := false
+	if !explicit && defaultCacheable(rs.status) {
+		lifetime, heuristic = HeuristicLifetime(rs.lastModified, rs.date, responseTime)
+	}
+	marked := explicit || heuristic ||
 		defaultCacheable(rs.status) && (cc.NoCache || cc.Public || cc.MustRevalidate || cc.ProxyRevalidate)
 	if !marked {
 		return Decision{Reason: ReasonNotExplicit}
 	}
 	d := Decision{
-		Reason:     ReasonStorable,
-		Lifetime:   lifetime,
-		InitialAge: InitialAge(rs.age, rs.date, requestTime, responseTime),
+		Reason:       ReasonStorable,
+		Lifetime:     lifetime,
+		InitialAge:   InitialAge(rs.age, rs.date, requestTime, responseTime),
+		Heuristic:    heuristic,
+		Targeted:     rs.targeted,
+		NoStale:      cc.MustRevalidate || cc.ProxyRevalidate || cc.NoCache,
+		SharedMaxAge: cc.SMaxAge != Unset,
+	}
+	if cc.StaleWhileRevalidate != Unset {
+		d.StaleWhileRevalidate = seconds(cc.StaleWhileRevalidate)
+	}
+	if cc.StaleIfError != Unset {
+		d.StaleIfError = seconds(cc.StaleIfError)
 	}
 	d.Revalidate = cc.NoCache || d.Lifetime <= d.InitialAge
 	if d.Revalidate && !rs.validators() {

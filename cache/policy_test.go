@@ -52,9 +52,9 @@ func TestDecide(t *testing.T) {
 		{name: "§4.1 Vary: * among names", req: []string{"GET /a"}, status: 200, resp: []string{date, "Cache-Control: max-age=60", "Vary: Accept-Encoding", "Vary: *"}, want: ReasonVaryStar},
 		{name: "§4.1 Vary with names stored", req: []string{"GET /a"}, status: 200, resp: []string{date, "Cache-Control: max-age=60", "Vary: Accept-Encoding"}, want: ReasonStorable, lifetime: time.Minute},
 
-		// No heuristic freshness (§4.2.2): only what the origin marked.
+		// Heuristic freshness (§4.2.2) only from Last-Modified, for heuristically cacheable codes.
 		{name: "§4.2.2 no directives not stored", req: []string{"GET /a"}, status: 200, resp: []string{date}, want: ReasonNotExplicit},
-		{name: "§4.2.2 Last-Modified alone gives no heuristic lifetime", req: []string{"GET /a"}, status: 200, resp: []string{date, "Last-Modified: " + httpDate(-24*time.Hour)}, want: ReasonNotExplicit},
+		{name: "§4.2.2 Last-Modified alone gives a heuristic lifetime", req: []string{"GET /a"}, status: 200, resp: []string{date, "Last-Modified: " + httpDate(-24*time.Hour+time.Second)}, want: ReasonStorable, lifetime: 144 * time.Minute},
 		{name: "§4.2.2 ETag alone is not a mark", req: []string{"GET /a"}, status: 200, resp: []string{date, etag}, want: ReasonNotExplicit},
 		{name: "§5.2.2.9 public with ETag stored, always revalidated", req: []string{"GET /a"}, status: 200, resp: []string{date, "Cache-Control: public", etag}, want: ReasonStorable, revalidate: true},
 		{name: "§5.2.2.9 public without validators useless", req: []string{"GET /a"}, status: 200, resp: []string{date, "Cache-Control: public"}, want: ReasonNoLifetime, revalidate: true},

@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"encoding/binary"
+	"net/url"
 	"slices"
 	"time"
 
@@ -29,9 +30,16 @@ const (
 	// GatewayTimeout: the request has only-if-cached and nothing fresh is
 	// stored: answer 504 without contacting the origin (RFC 9111 §5.2.1.7).
 	GatewayTimeout
+	// StaleWhileRevalidate: Result.Entry is stale but within its
+	// stale-while-revalidate allowance (RFC 5861 §3): serve it now. When
+	// Result.Refresh is set, this request won the refresh: revalidate in
+	// the background (a copy of the request, made conditional with
+	// [SharedEntry.Conditional]) and hand the answer to [Cache.Revalidated]
+	// or [Cache.Store]. Other requests are served stale meanwhile.
+	StaleWhileRevalidate
 )
 
-var stateNames = [...]string{Miss: "miss", Hit: "hit", Revalidate: "revalidate", Bypass: "bypass", GatewayTimeout: "gateway-timeout"}
+var stateNames = [...]string{Miss: "miss", Hit: "hit", Revalidate: "revalidate", Bypass: "bypass", GatewayTimeout: "gateway-timeout", StaleWhileRevalidate: "stale"}
 
 // String returns a short stable name, fit for a log field.
 func (s State) String() string {
@@ -45,9 +53,16 @@ func (s State) String() string {
 type Result struct {
 	// State says what to do.
 	State State
-	// Entry is the stored response for Hit and Revalidate, nil otherwise.
-	// It is shared and immutable.
+	// Entry is the stored response for Hit, Revalidate and
+	// StaleWhileRevalidate, nil otherwise. It is shared and immutable.
 	Entry *SharedEntry
+	// Stale is the stored response that was not served (Miss, Revalidate),
+	// kept so that [Cache.StaleOnError] can answer with it when the origin
+	// fails; nil when nothing is stored.
+	Stale *SharedEntry
+	// Refresh is set with StaleWhileRevalidate for the one request that
+	// should revalidate the entry in the background.
+	Refresh bool
 }
 
 // varyIndex is stored under a primary key whose responses vary: it names
@@ -113,9 +128,10 @@ func afterScheme(u []byte) ([]byte, bool) {
 // app or function id; include its deployment id to start each deploy with
 // an empty cache) and decides how to use it (RFC 9111 §4). It does not
 // allocate on a hit. The request's Cache-Control directives no-cache,
-// max-age and min-fresh force revalidation; max-stale is ignored, as this
-// cache never serves a stale response; only-if-cached gives GatewayTimeout
-// when nothing fresh is stored.
+// max-age and min-fresh force revalidation; max-stale is ignored: stale
+// responses are served only as the origin allows (stale-while-revalidate,
+// stale-if-error, see [Cache.StaleOnError]); only-if-cached gives
+// GatewayTimeout when nothing fresh is stored.
 func (c *Cache) Lookup(target string, req *fasthttp.Request) Result {
 	h := &req.Header
 	if !h.IsGet() && !h.IsHead() {
@@ -126,11 +142,19 @@ func (c *Cache) Lookup(target string, req *fasthttp.Request) Result {
 	kb.b = appendPrimaryKey(kb.b[:0], target, h.Host(), requestPath(h.RequestURI()))
 	e := c.find(kb, h)
 	putKeyBuf(kb)
-	r := Result{State: evaluate(&rq, e, c.now())}
-	if r.State == Hit || r.State == Revalidate {
+	now := c.now()
+	r := Result{State: evaluate(&rq, e, now)}
+	switch r.State {
+	case Hit:
 		r.Entry = e
+	case Revalidate:
+		r.Entry, r.Stale = e, e
+	case StaleWhileRevalidate:
+		r.Entry, r.Refresh = e, e.claimRefresh(now)
+	case Miss:
+		r.Stale = e
 	}
-	if r.State == Hit {
+	if r.State == Hit || r.State == StaleWhileRevalidate {
 		c.stats.hits[labelShared].Add(1)
 	} else {
 		c.stats.misses[labelShared].Add(1)
@@ -157,8 +181,24 @@ func (c *Cache) find(kb *keyBuf, h *fasthttp.RequestHeader) *SharedEntry {
 	return nil
 }
 
+// RefreshClaim is how long one request's claim to revalidate a
+// stale-while-revalidate entry in the background lasts; if no fresh
+// response replaced the entry by then, the next request refreshes.
+const RefreshClaim = 10 * time.Second
+
+// claimRefresh reports whether the caller is the one to refresh the entry
+// in the background: no other claim is current.
+func (e *SharedEntry) claimRefresh(now time.Time) bool {
+	n := now.UnixNano()
+	cur := e.refreshUntil.Load()
+	return n >= cur && e.refreshUntil.CompareAndSwap(cur, n+int64(RefreshClaim))
+}
+
 // evaluate decides how a stored response (nil when none) may answer a
-// request (RFC 9111 §4.2, §5.2.1). A stale response is never served.
+// request (RFC 9111 §4.2, §5.2.1). A stale response is served only within
+// its stale-while-revalidate allowance (RFC 5861 §3), never when the
+// response forbids it (must-revalidate, proxy-revalidate, no-cache) or the
+// request asks for validation or a fresher response.
 func evaluate(rq *requestFacts, e *SharedEntry, now time.Time) State {
 	if e == nil {
 		if rq.cc.OnlyIfCached {
@@ -168,6 +208,7 @@ func evaluate(rq *requestFacts, e *SharedEntry, now time.Time) State {
 	}
 	age := e.Age(now)
 	usable := e.Fresh(now)
+	byRequest := true
 	switch {
 	case rq.cc.NoCache, rq.pragmaNoCache, rq.cc.Invalid:
 		usable = false // §5.2.1.4
@@ -175,10 +216,14 @@ func evaluate(rq *requestFacts, e *SharedEntry, now time.Time) State {
 		usable = false // §5.2.1.1
 	case rq.cc.MinFresh != Unset && e.lifetime-age < seconds(rq.cc.MinFresh):
 		usable = false // §5.2.1.3
+	default:
+		byRequest = false
 	}
 	switch {
 	case usable:
 		return Hit
+	case !byRequest && !e.noStale && e.swr > 0 && age < e.lifetime+e.swr:
+		return StaleWhileRevalidate
 	case rq.cc.OnlyIfCached:
 		return GatewayTimeout
 	case e.validators():
@@ -193,44 +238,92 @@ func evaluate(rq *requestFacts, e *SharedEntry, now time.Time) State {
 // arrived. A response the policy allows ([Decide]) and within
 // Config.MaxEntryBytes is stored (a copy: the caller keeps resp); a
 // non-error response to an unsafe method invalidates the target URI and
-// same-host Location and Content-Location. The Decision says what happened.
-// resp.Body() is read: for a streamed body, skip Store when Content-Length
-// is unknown or above [Cache.MaxEntryBytes].
+// same-origin Location and Content-Location. The Decision says what
+// happened. resp.Body() is read, whether it came with a Content-Length or
+// chunked: to forward a streamed body while storing it, use
+// [Cache.Capture] instead.
 func (c *Cache) Store(target string, req *fasthttp.Request, resp *fasthttp.Response, requestTime, responseTime time.Time) Decision {
+	p, d := c.prepare(target, req, resp, requestTime, responseTime)
+	if p == nil {
+		return d
+	}
+	return p.commit(resp.Body())
+}
+
+// pending is a response the policy allows, waiting for its body: what
+// Store and Capture keep of the request and response.
+type pending struct {
+	c       *Cache
+	d       Decision
+	status  int
+	fields  []field
+	primary []byte
+	key     []byte
+	idx     *varyIndex
+	resp    time.Time
+}
+
+// prepare applies the policy and, for a storable response, copies what
+// storing it needs. A nil pending comes with the final Decision (unsafe
+// methods invalidate here).
+func (c *Cache) prepare(target string, req *fasthttp.Request, resp *fasthttp.Response, requestTime, responseTime time.Time) (*pending, Decision) {
 	h := &req.Header
 	if !isSafe(h.Method()) {
 		if s := resp.StatusCode(); s >= 200 && s < 400 {
 			c.invalidateAfter(target, req, resp)
 		}
-		return Decision{Reason: ReasonMethod}
+		return nil, Decision{Reason: ReasonMethod}
 	}
 	d := Decide(req, resp, requestTime, responseTime)
 	if !d.Storable() {
-		return d
+		return nil, d
+	}
+	if cl := resp.Header.ContentLength(); cl > 0 && int64(cl) > c.cfg.MaxEntryBytes {
+		d.Reason = ReasonTooLarge
+		return nil, d
 	}
 	names, _ := responseVary(&resp.Header)
-	primary := appendPrimaryKey(nil, target, h.Host(), requestPath(h.RequestURI()))
-	key := primary
-	var idx *varyIndex
+	p := &pending{c: c, d: d, status: resp.StatusCode(), resp: responseTime}
+	p.primary = appendPrimaryKey(nil, target, h.Host(), requestPath(h.RequestURI()))
+	p.key = p.primary
 	if len(names) > 0 {
-		idx = c.varyIndex(primary, names)
-		key = appendVariantKey(bytes.Clone(primary), idx.epoch, names, h)
+		p.idx = c.varyIndex(p.primary, names)
+		p.key = appendVariantKey(bytes.Clone(p.primary), p.idx.epoch, names, h)
 	}
-	fields := responseFields(nil, &resp.Header, skipStored)
-	e, cost := buildShared(key, resp.StatusCode(), fields, resp.Body(), true)
+	p.fields = responseFields(nil, &resp.Header, skipStored)
+	if !hasField(p.fields, strDate) {
+		// RFC 9110 §6.6.1: a response without Date gets the time it was
+		// received before it is cached or forwarded.
+		p.fields = append(p.fields, field{name: strDate, value: AppendHTTPDate(nil, responseTime)})
+	}
+	return p, d
+}
+
+var strDate = []byte(fasthttp.HeaderDate)
+
+// commit stores the response with body, copied.
+func (p *pending) commit(body []byte) Decision {
+	c, d := p.c, p.d
+	e, cost := buildShared(p.key, p.status, p.fields, body, true)
 	if cost > c.cfg.MaxEntryBytes {
 		d.Reason = ReasonTooLarge
 		return d
 	}
-	e.lifetime, e.initialAge, e.responseTime, e.revalidate = d.Lifetime, d.InitialAge, responseTime, d.Revalidate
+	e.setDecision(&d, p.resp)
 	ttl := c.sharedTTL(e)
-	if idx != nil {
-		c.setVaryIndex(primary, idx, ttl)
+	if p.idx != nil {
+		c.setVaryIndex(p.primary, p.idx, ttl)
 	}
 	if !c.set(&item{kind: kindShared, key: e.key, cost: cost, shared: e}, ttl) {
 		d.Reason = ReasonRejected
 	}
 	return d
+}
+
+// setDecision records the policy's verdict in a new entry.
+func (e *SharedEntry) setDecision(d *Decision, responseTime time.Time) {
+	e.lifetime, e.initialAge, e.responseTime, e.revalidate = d.Lifetime, d.InitialAge, responseTime, d.Revalidate
+	e.swr, e.sie, e.noStale, e.sMaxAge, e.heuristic = d.StaleWhileRevalidate, d.StaleIfError, d.NoStale, d.SharedMaxAge, d.Heuristic
 }
 
 // Revalidated merges the origin's 304 answer to a conditional request made
@@ -257,7 +350,7 @@ func (c *Cache) Revalidated(req *fasthttp.Request, stored *SharedEntry, resp *fa
 	rs := fieldsFacts(e.status, e.fields)
 	rs.age, rs.date = age, date // the 304's, not the stored ones
 	d := decide(&rq, &rs, requestTime, responseTime)
-	e.lifetime, e.initialAge, e.responseTime, e.revalidate = d.Lifetime, d.InitialAge, responseTime, d.Revalidate
+	e.setDecision(&d, responseTime)
 
 	if d.Storable() && cost <= c.cfg.MaxEntryBytes {
 		c.set(&item{kind: kindShared, key: e.key, cost: cost, shared: e}, c.sharedTTL(e))
@@ -265,6 +358,51 @@ func (c *Cache) Revalidated(req *fasthttp.Request, stored *SharedEntry, resp *fa
 		c.del(stored.key)
 	}
 	return e, true
+}
+
+// StaleOnError returns the stored response the edge may serve instead of
+// an origin failure, for a request whose [Cache.Lookup] gave r. status is
+// the origin's status code, or 0 when the origin could not be reached or
+// did not answer in time. A stored response is served stale:
+//
+//   - for 500, 502, 503, 504 or 0, within the stale-if-error allowance of
+//     the response or of the request, the larger (RFC 5861 §4);
+//   - for 0 (the cache is disconnected, RFC 9111 §4.2.4) without such an
+//     allowance, as long as the cache keeps it, unless it has s-maxage,
+//     which implies proxy-revalidate in a shared cache (§5.2.2.10);
+//
+// and never when the response has must-revalidate (§5.2.2.2),
+// proxy-revalidate (§5.2.2.8) or no-cache (§5.2.2.4), or the request
+// no-cache (§5.2.1.4). The entry's Age tells the client it is stale.
+func (c *Cache) StaleOnError(req *fasthttp.Request, r Result, status int) (*SharedEntry, bool) {
+	e := r.Stale
+	if e == nil {
+		e = r.Entry
+	}
+	if e == nil || e.noStale {
+		return nil, false
+	}
+	switch status {
+	case 0, 500, 502, 503, 504:
+	default:
+		return nil, false
+	}
+	rq := readRequestFacts(req)
+	if rq.cc.NoCache || rq.pragmaNoCache {
+		return nil, false
+	}
+	staleness := e.Age(c.now()) - e.lifetime
+	allowance, explicit := e.sie, e.sie > 0
+	if rq.cc.StaleIfError != Unset {
+		allowance, explicit = max(allowance, seconds(rq.cc.StaleIfError)), true
+	}
+	switch {
+	case explicit && staleness <= allowance:
+		return e, true
+	case status == 0 && !e.sMaxAge:
+		return e, true
+	}
+	return nil, false
 }
 
 // Invalidate removes the responses stored for target at host and pathQuery
@@ -275,15 +413,43 @@ func (c *Cache) Invalidate(target string, host, pathQuery []byte) {
 
 // invalidateAfter invalidates after a non-error response to an unsafe
 // method (RFC 9111 §4.4): the target URI, and the Location and
-// Content-Location URIs on the same host.
+// Content-Location URIs of the same origin, relative references resolved
+// against the target URI.
 func (c *Cache) invalidateAfter(target string, req *fasthttp.Request, resp *fasthttp.Response) {
 	host := req.Header.Host()
-	c.Invalidate(target, host, req.Header.RequestURI())
+	uri := req.Header.RequestURI()
+	c.Invalidate(target, host, uri)
 	for _, name := range [...]string{fasthttp.HeaderLocation, fasthttp.HeaderContentLocation} {
-		if p, ok := sameHostPath(resp.Header.Peek(name), host); ok {
+		if p, ok := sameOriginPath(resp.Header.Peek(name), host, requestPath(uri)); ok {
 			c.Invalidate(target, host, p)
 		}
 	}
+}
+
+// sameOriginPath is [sameHostPath], with relative references ("b",
+// "../c?x") resolved against base, the path and query of the target URI
+// (RFC 3986 §5.2).
+func sameOriginPath(ref, host, base []byte) ([]byte, bool) {
+	if p, ok := sameHostPath(ref, host); ok {
+		return p, true
+	}
+	ref = trimOWS(ref)
+	if i := bytes.IndexByte(ref, '#'); i >= 0 {
+		ref = ref[:i]
+	}
+	if len(ref) == 0 || ref[0] == '/' {
+		return nil, false
+	}
+	r, err := url.Parse(string(ref))
+	if err != nil || r.Scheme != "" || r.Host != "" || r.Opaque != "" {
+		return nil, false
+	}
+	b, err := url.Parse(string(base))
+	if err != nil {
+		return nil, false
+	}
+	u := b.ResolveReference(r)
+	return []byte(u.RequestURI()), true
 }
 
 // sameHostPath returns the path and query of a URI reference from a
@@ -357,16 +523,22 @@ func (c *Cache) setVaryIndex(key []byte, idx *varyIndex, ttl time.Duration) {
 }
 
 // sharedTTL is how long ristretto keeps an entry: its remaining freshness,
-// plus the revalidation window when it has validators.
+// plus the longest time it may still be used stale: the revalidation
+// window when it has validators, its stale-while-revalidate and
+// stale-if-error allowances (RFC 5861).
 func (c *Cache) sharedTTL(e *SharedEntry) time.Duration {
 	var ttl time.Duration
 	if !e.revalidate {
 		ttl = max(e.lifetime-e.initialAge, 0)
 	}
+	var extra time.Duration
 	if e.validators() {
-		ttl += c.cfg.revalidateWindow()
+		extra = c.cfg.revalidateWindow()
 	}
-	return max(ttl, time.Second)
+	if !e.noStale {
+		extra = max(extra, e.swr, e.sie)
+	}
+	return max(ttl+extra, time.Second)
 }
 
 // buildShared copies key, fields and (when copyBody) body into one
@@ -389,21 +561,31 @@ func buildShared(key []byte, status int, fs []field, body []byte, copyBody bool)
 		var n, v []byte
 		buf, n = appendField(buf, f.name)
 		buf, v = appendField(buf, f.value)
-		e.fields[i] = field{n, v}
-		if e.etag == nil && equalFold(n, "etag") {
+		hidden := equalFold(n, "cdn-cache-control")
+		switch {
+		case equalFold(n, "date"):
+			hidden = true // written by SetDate
+			if e.date == nil {
+				e.date = v
+			}
+		case e.etag == nil && equalFold(n, "etag"):
 			e.etag = v
-		}
-		if e.lastModified == nil && equalFold(n, "last-modified") {
+		case e.lastModified == nil && equalFold(n, "last-modified"):
 			e.lastModified = v
 		}
+		e.fields[i] = field{name: n, value: v, hidden: hidden}
 	}
 	if copyBody {
 		_, e.body = appendField(buf, body)
 	} else {
 		e.body = body
 	}
-	cost := int64(size) + entryOverhead + fieldOverhead*int64(len(fs))
-	if !copyBody {
+	e.buildTemplate()
+	// The template holds a second copy of the header bytes.
+	cost := 2*int64(size-len(key)) + int64(len(key)) + entryOverhead + 2*fieldOverhead*int64(len(fs))
+	if copyBody {
+		cost -= int64(len(body))
+	} else {
 		cost += int64(len(body))
 	}
 	return e, cost

@@ -8,50 +8,84 @@ import (
 )
 
 // realDB returns the path of a real country database: $PLATFORM_GEOIP, or
-// the one `make geodata` fetches into ../data/geo/country.mmdb. It skips the
-// test or benchmark when there is none.
-func realDB(tb testing.TB) string {
-	tb.Helper()
+// the one `make geodata` fetches into ../data/geo/country.mmdb, and false
+// when there is none.
+func realDB() (string, bool) {
 	path := os.Getenv("PLATFORM_GEOIP")
 	if path == "" {
 		path = "../data/geo/country.mmdb"
 	}
-	if _, err := os.Stat(path); err != nil {
-		tb.Skipf("no real country database (%v); set PLATFORM_GEOIP or run make geodata", err)
+	_, err := os.Stat(path)
+	return path, err == nil
+}
+
+// realOrSkip is realDB for the benchmarks that need a real database.
+func realOrSkip(tb testing.TB) string {
+	tb.Helper()
+	path, ok := realDB()
+	if !ok {
+		tb.Skipf("no real country database at %s; set PLATFORM_GEOIP or run make geodata", path)
 	}
 	return path
 }
 
-// TestRealDatabase checks well-known addresses in a real database, of
-// either layout (ip-location-db or GeoLite2 Country).
+// wellKnown are addresses whose country every database agrees on; the
+// committed fixtures (testdata/gen) hold the same networks, so the table
+// runs in a fresh clone and again on a real database when there is one.
+var wellKnown = []struct {
+	addr string
+	want []Country // any of
+}{
+	{"8.8.8.8", []Country{c("US")}},              // Google DNS
+	{"1.1.1.1", []Country{c("AU"), c("US")}},     // Cloudflare DNS: APNIC labs, AU in whois
+	{"193.99.144.80", []Country{c("DE")}},        // heise.de
+	{"133.242.0.1", []Country{c("JP")}},          // JPNIC space
+	{"::ffff:8.8.8.8", []Country{c("US")}},       // IPv4-mapped
+	{"2001:4860:4860::8888", []Country{c("US")}}, // Google DNS
+	{"2a01:4f8::1", []Country{c("DE")}},          // Hetzner
+	{"2001:240::1", []Country{c("JP")}},          // IIJ (WIDE's 2001:200::/28 is AU in the npm data)
+	{"2606:4700:4700::1111", []Country{c("US")}}, // Cloudflare DNS
+	{"10.0.0.1", []Country{Unknown}},             // private
+	{"127.0.0.1", []Country{Unknown}},            // loopback
+	{"::1", []Country{Unknown}},                  // loopback
+	{"fe80::1%eth0", []Country{Unknown}},         // link-local
+}
+
+// TestRealDatabase checks well-known addresses in both committed fixture
+// layouts (GeoIP2 Country and ip-location-db), and in a real database of
+// either layout when PLATFORM_GEOIP (or ../data/geo/country.mmdb) names one.
 func TestRealDatabase(t *testing.T) {
-	db, _ := openTest(t, Config{CountryDB: realDB(t), NoReload: true})
-	for _, tc := range []struct {
-		addr string
-		want []Country // any of
+	dbs := []struct {
+		name, path  string
+		minNetworks int
 	}{
-		{"8.8.8.8", []Country{c("US")}},              // Google DNS
-		{"1.1.1.1", []Country{c("AU"), c("US")}},     // Cloudflare DNS: APNIC labs, AU in whois
-		{"193.99.144.80", []Country{c("DE")}},        // heise.de
-		{"133.242.0.1", []Country{c("JP")}},          // JPNIC space
-		{"::ffff:8.8.8.8", []Country{c("US")}},       // IPv4-mapped
-		{"2001:4860:4860::8888", []Country{c("US")}}, // Google DNS
-		{"2a01:4f8::1", []Country{c("DE")}},          // Hetzner
-		{"2001:240::1", []Country{c("JP")}},          // IIJ (WIDE's 2001:200::/28 is AU in the npm data)
-		{"2606:4700:4700::1111", []Country{c("US")}}, // Cloudflare DNS
-		{"10.0.0.1", []Country{Unknown}},             // private
-		{"127.0.0.1", []Country{Unknown}},            // loopback
-		{"::1", []Country{Unknown}},                  // loopback
-		{"fe80::1%eth0", []Country{Unknown}},         // link-local
-	} {
-		if got := db.Country(netip.MustParseAddr(tc.addr)); !slices.Contains(tc.want, got) {
-			t.Errorf("Country(%s) = %v, want one of %v", tc.addr, got, tc.want)
-		}
+		{"fixture geoip2", fixture("country-geoip2.mmdb"), 20},
+		{"fixture flat", fixture("country-flat.mmdb"), 20},
 	}
-	src := db.Sources()[0]
-	t.Logf("%s: %s, built %s, %d networks", src.Path, src.DatabaseType, src.BuildTime.Format("2006-01-02"), src.Networks)
-	if src.Networks < 100_000 {
-		t.Errorf("only %d networks", src.Networks)
+	if path, ok := realDB(); ok {
+		dbs = append(dbs, struct {
+			name, path  string
+			minNetworks int
+		}{"real", path, 100_000})
+	} else {
+		t.Logf("no real database at %s: fixtures only (set PLATFORM_GEOIP for a real one)", path)
+	}
+	for _, d := range dbs {
+		t.Run(d.name, func(t *testing.T) {
+			db, _ := openTest(t, Config{CountryDB: d.path, NoReload: true})
+			for _, tc := range wellKnown {
+				t.Run(tc.addr, func(t *testing.T) {
+					if got := db.Country(netip.MustParseAddr(tc.addr)); !slices.Contains(tc.want, got) {
+						t.Errorf("Country(%s) = %v, want one of %v", tc.addr, got, tc.want)
+					}
+				})
+			}
+			src := db.Sources()[0]
+			t.Logf("%s: %s, built %s, %d networks", src.Path, src.DatabaseType, src.BuildTime.Format("2006-01-02"), src.Networks)
+			if src.Networks < d.minNetworks {
+				t.Errorf("only %d networks, want at least %d", src.Networks, d.minNetworks)
+			}
+		})
 	}
 }
 
@@ -63,7 +97,7 @@ func TestRealDatabase(t *testing.T) {
 //
 //	PLATFORM_GEOIP=/path/country.mmdb go test -run '^$' -bench Real ./geodata/
 func BenchmarkRealCountry(b *testing.B) {
-	db := benchWarm(b, realDB(b))
+	db := benchWarm(b, realOrSkip(b))
 	for _, v6 := range []bool{false, true} {
 		name := "ipv4-random"
 		if v6 {
@@ -86,7 +120,7 @@ func BenchmarkRealCountry(b *testing.B) {
 // BenchmarkRealLoad measures reading and indexing a real database, the
 // cost of a startup or a reload.
 func BenchmarkRealLoad(b *testing.B) {
-	data, err := os.ReadFile(realDB(b))
+	data, err := os.ReadFile(realOrSkip(b))
 	if err != nil {
 		b.Fatal(err)
 	}

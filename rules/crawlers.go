@@ -22,7 +22,7 @@ type crawlerToken struct {
 
 // crawlerTokens is the project's own list of AI crawler and AI-assistant
 // fetcher tokens. It was curated from the public ai.robots.txt list (reference
-// data in shared/data) and operators' documentation; the README says what was
+// data in testdata/ai-robots.json) and operators' documentation; the README says what was
 // left out and why. A token is matched as a whole token of the user agent
 // (see MatchCrawler), so "Applebot-Extended" does not match Apple's search
 // crawler "Applebot", and "meta-externalagent" does not match
