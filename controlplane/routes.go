@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/svcplatform/platform/controlplane/accounts"
+	"github.com/svcplatform/platform/controlplane/ai"
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
@@ -119,7 +120,8 @@ func (cp *ControlPlane) routeTable() []api.Route {
 		// Billing: the workspace Balance, included credit and spending limit.
 		{Method: G, Path: "/api/billing", Op: auth.OpBillingRead, Handler: bil.Get, Summary: "Balance, included credit, holds, month spend and spending limit (admins)", Response: billing.Answer{}},
 		{Method: U, Path: "/api/billing/spend-limit", Op: auth.OpBillingWrite, Handler: bil.PutSpendLimit, Summary: "Set or remove the monthly spending limit (admins); null removes it", Request: billing.SpendLimitRequest{}, Response: billing.Answer{}},
-		// AI gateway and agents: routes are added here.
+		// AI gateway: the rows are in controlplane/ai/routes.go, appended below.
+		// Agents: routes are added here.
 
 		// Audit and activity.
 		{Method: G, Path: "/api/orgs/{id}/audit-logs", Op: auth.OpAuditRead, Handler: aud.List, Summary: "Audit rows, newest first (admins)", Response: audit.AuditPage{}},
@@ -141,5 +143,6 @@ func (cp *ControlPlane) routeTable() []api.Route {
 	// area's own HTTP tests mount the very same rows); they join the table
 	// here, in this order.
 	table = append(table, payments.Routes(payments.Handlers{S: cp.payments})...)
+	table = append(table, ai.Routes(ai.Handlers{S: cp.ai})...)
 	return table
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svcplatform/platform/controlplane/accounts"
+	"github.com/svcplatform/platform/controlplane/ai"
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/billing"
@@ -78,6 +79,9 @@ type Config struct {
 	// OwnAddrs are the platform's own listeners, never reachable as a
 	// webhook target whatever AllowPrivateNetworks says.
 	OwnAddrs []netip.AddrPort `json:"-"`
+	// AI configures the AI gateway: providers and catalogue overrides from
+	// the --ai-config file (ai.LoadConfig); empty answers 503 ai_unavailable.
+	AI ai.Config `json:"ai"`
 	// Payments configures the payments area (processor, hosted page base
 	// URL: the API's address).
 	Payments payments.Config `json:"payments"`
@@ -149,6 +153,7 @@ type ControlPlane struct {
 	security  *security.Service
 	databases *databases.Service
 	payments  *payments.Service
+	ai        *ai.Service
 	// New areas are added here, in dependency order: jobs, billing, ai,
 	// vectors, payments, media.
 
@@ -160,6 +165,9 @@ type ControlPlane struct {
 // jobDatabaseStorage measures database sizes and charges paid plans'
 // storage past the allowance, once a day.
 const jobDatabaseStorage = "databases.storage"
+
+// AI returns the AI gateway.
+func (cp *ControlPlane) AI() *ai.Service { return cp.ai }
 
 // StartBackground starts the job workers; `platform serve` and
 // `platform controlplane` call it, tests run jobs with Jobs.RunDue.
@@ -280,6 +288,16 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	}
 	cp.Projects.AddDependent(cp.payments)
 	cp.Projects.AddCounter(cp.payments)
+
+	// The AI gateway: chat, the compatible surface, embeddings; billed
+	// through the ledger. Providers are the operator's own configuration
+	// (--ai-config), so their addresses are not guarded like users' URLs.
+	if cp.ai, err = ai.New(ctx, cfg.AI, ai.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
+		Ledger: ai.BillingLedger(cp.Billing), Plans: cp.Accounts, Email: cp.Accounts, Projects: cp.Projects,
+		Logger: log, HTTPClient: &http.Client{}}); err != nil {
+		return nil, err
+	}
+	cp.onClose(cp.ai.Close)
 
 	// New areas are built here, each after what it depends on:
 	// ai (billing, accounts), vectors (projects, billing), payments

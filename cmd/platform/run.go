@@ -20,6 +20,7 @@ import (
 	"github.com/svcplatform/platform/cache"
 	"github.com/svcplatform/platform/controlplane"
 	"github.com/svcplatform/platform/controlplane/accounts"
+	"github.com/svcplatform/platform/controlplane/ai"
 	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/edge"
@@ -52,10 +53,19 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 	// The admin listener's registry carries the control plane's metrics
 	// (platform_api_*, platform_store_*) next to the process and edge ones.
 	reg := newRegistry()
+	var aiCfg ai.Config
+	if o.aiConfig != "" {
+		if aiCfg, err = ai.LoadConfig(o.aiConfig); err != nil {
+			apiLn.Close()
+			adminLn.Close()
+			return err
+		}
+	}
 	cp, err := controlplane.New(ctx, controlplane.Config{
 		DataDir: o.data, AppsDomain: o.appsDomain, AppsPort: port, Logger: log, Registerer: reg,
 		Bootstrap:            accounts.BootstrapConfig{WorkspaceName: "My workspace", OwnerEmail: o.ownerEmail, Plan: plan, Key: o.bootstrapKey},
 		AllowPrivateNetworks: o.allowPrivate,
+		AI:                   aiCfg,
 		OwnAddrs:             ownAddrs(apiLn.Addr(), adminLn.Addr()),
 		Payments: payments.Config{PublicBaseURL: "http://" + apiLn.Addr().String(), Processor: o.payProcessor,
 			StripeKey: o.stripeKey, StripeBaseURL: o.stripeBaseURL},

@@ -1,0 +1,245 @@
+package ai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/svcplatform/platform/controlplane/ai/provider"
+	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/controlplane/audit"
+	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/metering"
+	"github.com/svcplatform/platform/controlplane/plans"
+	"github.com/svcplatform/platform/controlplane/store"
+)
+
+// Deps are the services the gateway is built on.
+type Deps struct {
+	// DB is the metadata database (history, month totals, switches).
+	DB *store.DB
+	// Clock dates records and drives the rate limit.
+	Clock clock.Clock
+	// Audit records admins' switches.
+	Audit *audit.Log
+	// Meter receives requests, tokens, embeddings and cost.
+	Meter metering.Recorder
+	// Ledger holds and charges money.
+	Ledger Ledger
+	// Plans tells each workspace's plan.
+	Plans Plans
+	// Email tells whether the owner's e-mail is verified; without it no
+	// hobby workspace counts as verified.
+	Email EmailVerifier
+	// Projects checks spend attribution; without it any id is accepted.
+	Projects Projects
+	// Logger receives what goes wrong in the background.
+	Logger *slog.Logger
+	// HTTPClient makes the calls to providers (dial policy, TLS roots).
+	HTTPClient *http.Client
+}
+
+// Service is the AI gateway.
+type Service struct {
+	cfg       Config
+	d         Deps
+	cat       *Catalogue
+	providers map[string]provider.Provider
+	limiter   *limiter
+	sets      settingsCache
+	rec       *recorder
+}
+
+// New builds the gateway from its configuration: the catalogue with the
+// file's overrides, and one client per configured provider.
+func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
+	if cfg.Providers == nil {
+		cfg.Providers = map[string]ProviderConfig{}
+	} else {
+		p := make(map[string]ProviderConfig, len(cfg.Providers))
+		for k, v := range cfg.Providers {
+			p[k] = v
+		}
+		cfg.Providers = p
+	}
+	cfg.Provision()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case d.DB == nil:
+		return nil, errors.New("ai: a database is required")
+	case d.Ledger == nil:
+		return nil, errors.New("ai: a billing ledger is required")
+	case d.Plans == nil:
+		return nil, errors.New("ai: a plan source is required")
+	}
+	if d.Clock == nil {
+		d.Clock = clock.System{}
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.HTTPClient == nil {
+		d.HTTPClient = &http.Client{}
+	}
+	cat, err := buildCatalogue(cfg.Models)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, d: d, cat: cat, providers: map[string]provider.Provider{}, limiter: newLimiter(),
+		sets: settingsCache{m: map[string]*Settings{}}}
+	for name, pc := range cfg.Providers {
+		p, err := provider.New(provider.Config{Name: name, Protocol: pc.Protocol, BaseURL: pc.BaseURL, APIKey: pc.APIKey,
+			HTTP: d.HTTPClient, FirstByteTimeout: cfg.FirstByteTimeout, IdleTimeout: cfg.IdleTimeout})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		s.providers[name] = p
+	}
+	for _, m := range cat.Models() {
+		if _, ok := s.providers[m.Provider]; !ok {
+			if _, builtin := builtinProviders[m.Provider]; !builtin {
+				return nil, fmt.Errorf("%w: model %s names provider %q, which is neither configured nor built in", ErrConfig, m.ID, m.Provider)
+			}
+		}
+	}
+	s.rec = newRecorder(d.DB, d.Meter, d.Logger, d.Clock.Now, cfg.FlushEvery)
+	return s, nil
+}
+
+// Close writes the history still buffered and stops the writer.
+func (s *Service) Close() error {
+	s.rec.close()
+	return nil
+}
+
+// Flush writes buffered history and meters now.
+func (s *Service) Flush(ctx context.Context) error { return s.rec.flush(ctx) }
+
+// Catalogue returns the models.
+func (s *Service) Catalogue() *Catalogue { return s.cat }
+
+// configured tells whether any provider is configured.
+func (s *Service) configured() bool { return len(s.providers) > 0 }
+
+// errUnconfigured is the 503 of a gateway with no provider.
+func errUnconfigured() error {
+	return api.E(api.KindUnavailable, "ai_unavailable",
+		"no AI provider is configured: start the platform with --ai-config FILE (or PLATFORM_AI_CONFIG) naming providers and their keys; see controlplane/ai/README.md")
+}
+
+// reachable tells whether m's provider is configured.
+func (s *Service) reachable(m *Model) bool {
+	_, ok := s.providers[m.Provider]
+	return ok
+}
+
+// requireWorkspaceKey refuses keys limited to a project (the AI gateway
+// is workspace-wide).
+func requireWorkspaceKey(p *auth.Principal) error {
+	if p == nil || p.WorkspaceID == "" {
+		return api.E(api.KindUnauthenticated, "", "missing credentials: send Authorization: Bearer <API key>")
+	}
+	if p.ProjectID != "" {
+		return api.Forbidden("workspace_key_required", "the AI gateway needs a workspace key, not a key limited to a project; send X-Service-Project or projectId to attribute spend to a project")
+	}
+	return nil
+}
+
+// checkProject validates spend attribution.
+func (s *Service) checkProject(ctx context.Context, ws, project string) error {
+	if project == "" || s.d.Projects == nil {
+		return nil
+	}
+	ok, err := s.d.Projects.Exists(ctx, ws, project)
+	if err != nil {
+		return api.Internal(fmt.Errorf("ai: project %s: %w", project, err))
+	}
+	if !ok {
+		return api.E(api.KindNotFound, "project_not_found", "project %q not found in this workspace (projectId / X-Service-Project)", project)
+	}
+	return nil
+}
+
+// emailRestricted tells whether the workspace may use only edge models:
+// hobby before the owner verified their e-mail.
+func (s *Service) emailRestricted(ctx context.Context, ws string, plan plans.Name) (bool, error) {
+	if plan != plans.Hobby {
+		return false, nil
+	}
+	if s.d.Email == nil {
+		return true, nil
+	}
+	ok, err := s.d.Email.OwnerEmailVerified(ctx, ws)
+	if err != nil {
+		return false, api.Internal(fmt.Errorf("ai: e-mail verification: %w", err))
+	}
+	return !ok, nil
+}
+
+func errEmailUnverified(model string) error {
+	return api.E(api.KindPaymentRequired, "email_unverified",
+		"vendor model %s needs the workspace owner's verified e-mail on the hobby plan; service-1 answers from edge models meanwhile", model)
+}
+
+// rateLimit admits one request of the bucket or answers 429 with Retry-After.
+func (s *Service) rateLimit(ws string, bucket int, plan plans.Name) error {
+	n := plans.Of(plan).AIRequestsPerMinute
+	ok, wait := s.limiter.allow(ws, bucket, s.d.Clock.Now(), n)
+	if ok {
+		return nil
+	}
+	secs := int((wait + 999_999_999) / 1_000_000_000)
+	if secs < 1 {
+		secs = 1
+	}
+	what := "chat"
+	if bucket == bucketEmbeddings {
+		what = "embeddings"
+	}
+	e := api.E(api.KindRateLimited, "ai_rate_limited", "more than %d AI %s requests a minute for this workspace; retry in %d seconds", n, what, secs)
+	e.RetryAfter = secs
+	return e.With("limit", n)
+}
+
+// maxReserve is the plan's per-request reservation cap.
+func maxReserve(plan plans.Name) Micros {
+	return Micros(plans.Of(plan).AIReservationCents) * 10_000
+}
+
+// markup is the basis points added to m's list price.
+func (s *Service) markup(m *Model) int {
+	if m.Edge || !m.ThirdParty {
+		return 0
+	}
+	return s.cfg.MarkupBasisPoints
+}
+
+// modelsByTier lists chat model ids per tier, in fallback order.
+func (s *Service) modelsByTier() map[string][]string {
+	out := map[string][]string{TierFast: {}, TierBalanced: {}, TierDeep: {}}
+	for _, m := range s.cat.Models() {
+		if m.Kind == KindChat {
+			out[m.Tier] = append(out[m.Tier], m.ID)
+		}
+	}
+	return out
+}
+
+// providerNames lists the configured providers.
+func (s *Service) providerNames() []string {
+	out := make([]string, 0, len(s.providers))
+	for n := range s.providers {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func lower(s string) string { return strings.ToLower(strings.TrimSpace(s)) }

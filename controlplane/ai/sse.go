@@ -1,0 +1,164 @@
+package ai
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/svcplatform/platform/controlplane/ai/provider"
+	"github.com/svcplatform/platform/controlplane/api"
+)
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string, escaping quotes, backslashes,
+// control characters and the JavaScript line separators, and replacing
+// invalid UTF-8 with U+FFFD. It allocates only when dst must grow.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// sseHeaders starts an event stream.
+func sseHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+}
+
+// nativeSink writes the native stream: event meta, delta { text } (or
+// { toolCall }), then done or error, each with a JSON data line.
+type nativeSink struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	buf     []byte
+	started bool
+}
+
+var _ Sink = (*nativeSink)(nil)
+
+func newNativeSink(w http.ResponseWriter) *nativeSink {
+	return &nativeSink{w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 512)}
+}
+
+func (s *nativeSink) send() error {
+	if _, err := s.w.Write(s.buf); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func (s *nativeSink) event(name string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	s.buf = append(s.buf[:0], "event: "...)
+	s.buf = append(s.buf, name...)
+	s.buf = append(s.buf, "\ndata: "...)
+	s.buf = append(s.buf, data...)
+	s.buf = append(s.buf, "\n\n"...)
+	return s.send()
+}
+
+// Meta starts the stream once a model answers.
+func (s *nativeSink) Meta(m Meta) error {
+	sseHeaders(s.w)
+	s.started = true
+	return s.event("meta", m)
+}
+
+// Delta writes one piece.
+func (s *nativeSink) Delta(d provider.Delta) error {
+	if d.ToolCall != nil {
+		return s.event("delta", struct {
+			ToolCall *provider.ToolCallDelta `json:"toolCall"`
+		}{d.ToolCall})
+	}
+	s.buf = append(s.buf[:0], "event: delta\ndata: {\"text\":"...)
+	s.buf = appendJSONString(s.buf, d.Text)
+	s.buf = append(s.buf, "}\n\n"...)
+	return s.send()
+}
+
+// doneEvent is the data of the done event.
+type doneEvent struct {
+	ID           string `json:"id"`
+	FinishReason string `json:"finishReason"`
+	Truncated    bool   `json:"truncated"`
+	Note         string `json:"note,omitempty"`
+	TokensIn     int64  `json:"tokensIn"`
+	TokensOut    int64  `json:"tokensOut"`
+	Cost         USD    `json:"cost"`
+	CostMicros   Micros `json:"costMicros"`
+	ModelUsed    string `json:"modelUsed"`
+	FellBackFrom string `json:"fellBackFrom,omitempty"`
+	LatencyMs    int64  `json:"latencyMs"`
+}
+
+func (s *nativeSink) done(a *Answer) error {
+	return s.event("done", doneEvent{ID: a.ID, FinishReason: a.FinishReason, Truncated: a.Truncated, Note: a.Note, TokensIn: a.TokensIn,
+		TokensOut: a.TokensOut, Cost: a.Cost, CostMicros: a.CostMicros, ModelUsed: a.ModelUsed, FellBackFrom: a.FellBackFrom, LatencyMs: a.LatencyMs})
+}
+
+// fail writes the error event: its code, message, and what was charged.
+func (s *nativeSink) fail(err error, a *Answer) error {
+	e := api.AsError(err)
+	obj := map[string]any{"code": e.Code, "message": e.Message}
+	if e.Kind == api.KindInternal {
+		obj["code"], obj["message"] = "stream_error", "the stream failed"
+	}
+	if a != nil {
+		obj["tokensIn"], obj["tokensOut"], obj["cost"], obj["costMicros"] = a.TokensIn, a.TokensOut, a.Cost, a.CostMicros
+	}
+	return s.event("error", obj)
+}
+
+// retryAfterSeconds renders a Retry-After value.
+func retryAfterSeconds(n int) string { return strconv.Itoa(n) }
