@@ -47,8 +47,11 @@ func OpenAPI(routes []api.Route) map[string]any {
 		if rt.Public {
 			op["security"] = []any{}
 		}
+		// A trailing wildcard {name...} (the rest of the path, slashes
+		// included) is written {name} in OpenAPI.
+		path := strings.ReplaceAll(rt.Path, "...}", "}")
 		var params []any
-		for _, m := range pathParam.FindAllStringSubmatch(rt.Path, -1) {
+		for _, m := range pathParam.FindAllStringSubmatch(path, -1) {
 			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
 		}
 		if len(params) > 0 {
@@ -66,10 +69,10 @@ func OpenAPI(routes []api.Route) map[string]any {
 			status = http.StatusOK
 		}
 		op["responses"].(map[string]any)[strconv.Itoa(status)] = ok
-		if paths[rt.Path] == nil {
-			paths[rt.Path] = map[string]any{}
+		if paths[path] == nil {
+			paths[path] = map[string]any{}
 		}
-		paths[rt.Path][strings.ToLower(rt.Method)] = op
+		paths[path][strings.ToLower(rt.Method)] = op
 	}
 	schemas["Error"] = map[string]any{
 		"type": "object", "required": []string{"error"},

@@ -14,11 +14,13 @@ import (
 	"github.com/svcplatform/platform/controlplane/deploys"
 	"github.com/svcplatform/platform/controlplane/edgesync"
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
+	"github.com/svcplatform/platform/controlplane/media"
 	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/repos"
 	"github.com/svcplatform/platform/controlplane/security"
 	"github.com/svcplatform/platform/controlplane/shield"
+	"github.com/svcplatform/platform/controlplane/vectors"
 )
 
 // routeTable is every route of the API in one table, read top to bottom.
@@ -78,7 +80,7 @@ func (cp *ControlPlane) routeTable() []api.Route {
 		{Method: P, Path: "/api/databases/{id}/export", Op: auth.OpDatabaseWrite, Handler: dbh.Export, Summary: "Start an export, or ask after one with its bookmark", Request: databases.ExportRequest{}, Response: databases.ExportAnswer{}},
 		{Method: G, Path: "/api/databases/{id}/export", Op: auth.OpDatabaseWrite, Handler: dbh.Download, Summary: "Download a complete export as a .sql file (?bookmark=)"},
 
-		// Vectors: routes are added here.
+		// Vectors: the rows are in controlplane/vectors/routes.go, appended below.
 
 		// Repos and deploys.
 		{Method: G, Path: "/api/repos", Op: auth.OpRepoRead, Handler: rh.List, Summary: "List repos with commit counts", Response: repos.RepoList{}},
@@ -98,7 +100,7 @@ func (cp *ControlPlane) routeTable() []api.Route {
 		{Method: G, Path: "/api/deployments/{id}", Op: auth.OpProjectRead, Handler: dh.Get,
 			Summary: "A deployment with its deploy log and files", Response: deploys.Detail{}},
 
-		// Media: routes are added here.
+		// Media: the rows are in controlplane/media/routes.go, appended below.
 
 		// Shield, CDN and the security overview.
 		{Method: G, Path: "/api/services/shield", Op: auth.OpShieldRead, Handler: sh.Get,
@@ -144,5 +146,7 @@ func (cp *ControlPlane) routeTable() []api.Route {
 	// here, in this order.
 	table = append(table, payments.Routes(payments.Handlers{S: cp.payments})...)
 	table = append(table, ai.Routes(ai.Handlers{S: cp.ai})...)
+	table = append(table, vectors.Routes(vectors.Handlers{S: cp.vectors})...)
+	table = append(table, media.Routes(media.Handlers{S: cp.media})...)
 	return table
 }

@@ -83,7 +83,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	}
 	seen := 0
 	for _, rt := range env.CP.Routes() {
-		raw, ok := doc.Paths[rt.Path][strings.ToLower(rt.Method)]
+		raw, ok := doc.Paths[strings.ReplaceAll(rt.Path, "...}", "}")][strings.ToLower(rt.Method)]
 		if !ok {
 			t.Errorf("%s %s missing from the document", rt.Method, rt.Path)
 			continue

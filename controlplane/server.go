@@ -33,6 +33,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/deploys"
 	"github.com/svcplatform/platform/controlplane/edgesync"
 	"github.com/svcplatform/platform/controlplane/jobs"
+	"github.com/svcplatform/platform/controlplane/media"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/plans"
@@ -42,6 +43,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/security"
 	"github.com/svcplatform/platform/controlplane/shield"
 	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/controlplane/vectors"
 	"github.com/svcplatform/platform/netguard"
 	"github.com/svcplatform/platform/rules"
 )
@@ -79,6 +81,13 @@ type Config struct {
 	// OwnAddrs are the platform's own listeners, never reachable as a
 	// webhook target whatever AllowPrivateNetworks says.
 	OwnAddrs []netip.AddrPort `json:"-"`
+	// APIBaseURL is the API's own address as users reach it (hosted
+	// checkout pages, media upload and playback URLs).
+	APIBaseURL string `json:"apiBaseUrl"`
+	// Media configures video processing and live ingest (Live nil: live
+	// channels answer 503); Dir and the base URLs default from DataDir and
+	// APIBaseURL.
+	Media media.Config `json:"media"`
 	// AI configures the AI gateway: providers and catalogue overrides from
 	// the --ai-config file (ai.LoadConfig); empty answers 503 ai_unavailable.
 	AI ai.Config `json:"ai"`
@@ -123,6 +132,21 @@ func (c *Config) Provision() {
 	if c.Bootstrap.Plan == "" {
 		c.Bootstrap.Plan = plans.Hobby
 	}
+	if c.APIBaseURL == "" {
+		c.APIBaseURL = "http://127.0.0.1:7070"
+	}
+	if c.Payments.PublicBaseURL == "" {
+		c.Payments.PublicBaseURL = c.APIBaseURL
+	}
+	if c.Media.Dir == "" {
+		c.Media.Dir = filepath.Join(c.DataDir, "media")
+	}
+	if c.Media.PublicBaseURL == "" {
+		c.Media.PublicBaseURL = c.APIBaseURL
+	}
+	if c.Media.Live != nil && c.Media.Live.NotifyBaseURL == "" {
+		c.Media.Live.NotifyBaseURL = c.APIBaseURL
+	}
 }
 
 // ControlPlane is the assembled control plane. Every field is set by New;
@@ -154,6 +178,8 @@ type ControlPlane struct {
 	databases *databases.Service
 	payments  *payments.Service
 	ai        *ai.Service
+	media     *media.Service
+	vectors   *vectors.Service
 	// New areas are added here, in dependency order: jobs, billing, ai,
 	// vectors, payments, media.
 
@@ -165,6 +191,9 @@ type ControlPlane struct {
 // jobDatabaseStorage measures database sizes and charges paid plans'
 // storage past the allowance, once a day.
 const jobDatabaseStorage = "databases.storage"
+
+// jobMediaStorage records the bytes media assets store, once a day.
+const jobMediaStorage = "media.storage"
 
 // AI returns the AI gateway.
 func (cp *ControlPlane) AI() *ai.Service { return cp.ai }
@@ -248,7 +277,8 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	cp.repos = repos.New(cp.DB, cp.blobs, clk, cp.Audit)
 	cp.cdn = cdn.New(cp.DB, clk, cp.Audit, cp.edgeSync)
 	if cp.deploys, err = deploys.New(ctx, deploys.Config{DB: cp.DB, Blobs: cp.blobs, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
-		Sealer: cp.Sealer, Logger: log, Projects: cp.Projects, Repos: cp.repos, Settings: hostingSettings{cp}, Pub: cp.edgeSync}); err != nil {
+		Sealer: cp.Sealer, Logger: log, Projects: cp.Projects, Repos: cp.repos, Settings: hostingSettings{cp}, Pub: cp.edgeSync,
+		AllowPrivateNetworks: cfg.AllowPrivateNetworks, OwnAddrs: cfg.OwnAddrs}); err != nil {
 		return nil, err
 	}
 	cp.onClose(cp.deploys.Close)
@@ -298,6 +328,28 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		return nil, err
 	}
 	cp.onClose(cp.ai.Close)
+
+	// Vector collections: text is embedded through the AI gateway.
+	if cp.vectors, err = vectors.New(ctx, vectors.Config{Dir: filepath.Join(cfg.DataDir, "vectors")}, vectors.Deps{
+		DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter, Projects: cp.Projects, Plans: cp.Accounts,
+		Embedder: vectorEmbedder{cp.ai}, Logger: log}); err != nil {
+		return nil, err
+	}
+	cp.onClose(cp.vectors.Close)
+	cp.Projects.AddDependent(cp.vectors)
+	cp.Projects.AddCounter(cp.vectors)
+
+	// Media: video upload to HLS with ffmpeg, live channels through nginx-rtmp.
+	if cp.media, err = media.New(ctx, cfg.Media, media.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
+		Projects: cp.Projects, Plans: cp.Accounts, Sealer: cp.Sealer, Logger: log}); err != nil {
+		return nil, err
+	}
+	cp.onClose(cp.media.Close)
+	cp.Projects.AddDependent(cp.media)
+	cp.Projects.AddCounter(cp.media)
+	cp.Jobs.Register(jobMediaStorage, func(ctx context.Context, _ jobs.Job) error { _, err := cp.media.RecordStorage(ctx); return err },
+		jobs.KindOptions{MaxAttempts: 5, Backoff: []time.Duration{time.Minute, 10 * time.Minute, time.Hour}})
+	cp.Jobs.Every(jobMediaStorage, 24*time.Hour)
 
 	// New areas are built here, each after what it depends on:
 	// ai (billing, accounts), vectors (projects, billing), payments

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -58,6 +59,35 @@ func BenchmarkStaticHitSerial(b *testing.B) {
 	for b.Loop() {
 		ctx.Response.Reset()
 		ue.serve(&ctx, protoHTTPS)
+	}
+}
+
+// BenchmarkAccessLog is BenchmarkStaticHitSerial with access logs on
+// (to io.Discard, through the log's 32 KiB buffer): the cost of a line.
+func BenchmarkAccessLog(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			header := map[string]string{"Accept-Encoding": "gzip, br",
+				"User-Agent": "Mozilla/5.0 (X11; Linux x86_64; rv:140.0) Gecko/20100101 Firefox/140.0", "X-Forwarded-For": "203.0.113.9"}
+			var opts []func(*Config)
+			if on {
+				opts = append(opts, func(c *Config) { c.AccessLog, c.AccessLogWriter = "-", io.Discard })
+			}
+			ue := newUnitEdge(b, shieldOn(), map[string][]byte{"index.html": bytes.Repeat([]byte("<p>hello, edge</p>\n"), 100)}, opts...)
+			var ctx fasthttp.RequestCtx
+			request(&ctx, "GET", "blog.apps.test", "/", "10.0.0.1:40000", header)
+			ue.serve(&ctx, protoHTTPS)
+			ue.cache.Wait()
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx.Response.Reset()
+				ue.serve(&ctx, protoHTTPS)
+			}
+		})
 	}
 }
 

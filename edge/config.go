@@ -3,6 +3,7 @@ package edge
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -43,8 +44,22 @@ const (
 	// larger ones get 413.
 	DefaultMaxBodyBytes = 100 << 20
 	// DefaultMaxConnsPerIP bounds concurrent connections from one address
-	// (0 would mean no limit).
+	// (0 would mean no limit). Trusted proxies are exempt (see
+	// DefaultMaxProxyConns).
 	DefaultMaxConnsPerIP = 1024
+	// DefaultMaxProxyConns bounds the connections of all trusted proxies
+	// together: they carry many visitors each, so the per-address cap does
+	// not apply to them.
+	DefaultMaxProxyConns = 32 * 1024
+	// DefaultShutdownTimeout bounds a graceful stop: requests in flight
+	// have this long to finish.
+	DefaultShutdownTimeout = 10 * time.Second
+	// DefaultUpgradeIdleTimeout closes a spliced WebSocket (or other
+	// upgraded) connection when neither side sent anything for this long.
+	DefaultUpgradeIdleTimeout = 5 * time.Minute
+	// DefaultUpgradeMaxDuration closes a spliced connection this long after
+	// it was opened, however busy.
+	DefaultUpgradeMaxDuration = 24 * time.Hour
 	// DefaultConcurrency bounds the requests served at once.
 	DefaultConcurrency = 64 * 1024
 
@@ -58,6 +73,12 @@ const (
 	DefaultOriginIdleTimeout = 60 * time.Second
 	// DefaultOriginMaxConns bounds the connections to one origin.
 	DefaultOriginMaxConns = 512
+	// DefaultOriginKeepAlive is how long an idle connection to an origin is
+	// kept for reuse: shorter than the keep-alive timeouts origins commonly
+	// use (Node.js 5 s, Apache 5 s), so the edge closes an idle connection
+	// before the origin does. A connection the origin closed sooner (gunicorn:
+	// 2 s) is found before reuse (see originConn).
+	DefaultOriginKeepAlive = 4 * time.Second
 
 	// DefaultSyncWait is the long-poll wait asked of the control plane.
 	DefaultSyncWait = 30 * time.Second
@@ -128,6 +149,26 @@ type Config struct {
 	MaxBodyBytes int64 `json:"maxBodyBytes,omitempty"`
 	// MaxConnsPerIP: see DefaultMaxConnsPerIP.
 	MaxConnsPerIP int `json:"maxConnsPerIp,omitempty"`
+	// MaxProxyConns: see DefaultMaxProxyConns.
+	MaxProxyConns int `json:"maxProxyConns,omitempty"`
+	// ShutdownTimeout: see DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration `json:"shutdownTimeout,omitempty"`
+	// UpgradeIdleTimeout: see DefaultUpgradeIdleTimeout.
+	UpgradeIdleTimeout time.Duration `json:"upgradeIdleTimeout,omitempty"`
+	// UpgradeMaxDuration: see DefaultUpgradeMaxDuration.
+	UpgradeMaxDuration time.Duration `json:"upgradeMaxDuration,omitempty"`
+	// ReusePort binds the listeners with SO_REUSEPORT for a graceful
+	// reload: start the new process on the same addresses, wait until it is
+	// ready, then stop the old one, which refuses new connections at once
+	// and lets its requests in flight finish (ShutdownTimeout).
+	ReusePort bool `json:"reusePort,omitempty"`
+	// AccessLog turns on access logs: one JSON line per request, to this
+	// file (appended, created 0640) or to standard output with "-". Off
+	// when empty (the default).
+	AccessLog string `json:"accessLog,omitempty"`
+	// AccessLogWriter, when set with AccessLog, receives the lines instead
+	// of the file (tests, benchmarks).
+	AccessLogWriter io.Writer `json:"-"`
 	// Concurrency: see DefaultConcurrency.
 	Concurrency int `json:"concurrency,omitempty"`
 	// OriginDialTimeout: see DefaultOriginDialTimeout.
@@ -138,6 +179,21 @@ type Config struct {
 	OriginIdleTimeout time.Duration `json:"originIdleTimeout,omitempty"`
 	// OriginMaxConns: see DefaultOriginMaxConns.
 	OriginMaxConns int `json:"originMaxConns,omitempty"`
+	// OriginKeepAlive: see DefaultOriginKeepAlive.
+	OriginKeepAlive time.Duration `json:"originKeepAlive,omitempty"`
+	// AllowPrivateNetworks lets app and function origins be on loopback,
+	// private, link-local and other internal addresses
+	// (--allow-private-networks; tests and local development); the
+	// platform's own listeners (OwnListeners) stay refused. Off, such origins are refused when the edge connects
+	// (on the address the name resolves to then) and get 502. Origins of
+	// processes the platform runs itself for a deployment (managed) are
+	// never refused.
+	AllowPrivateNetworks bool `json:"allowPrivateNetworks,omitempty"`
+	// OwnListeners are the platform's other listeners ("host:port": the
+	// API and admin addresses), never served as origins, whatever
+	// AllowPrivateNetworks says; the edge's own HTTP and HTTPS addresses
+	// are added by Listen.
+	OwnListeners []string `json:"ownListeners,omitempty"`
 	// SyncWait: see DefaultSyncWait.
 	SyncWait time.Duration `json:"syncWait,omitempty"`
 	// FlushInterval: see DefaultFlushInterval.
@@ -160,6 +216,7 @@ type Config struct {
 	Logger *slog.Logger `json:"-"`
 
 	trusted []netip.Prefix
+	own     []netip.AddrPort // OwnListeners parsed, then the edge's bound addresses
 }
 
 // ACMEConfig turns on certificates from an ACME CA (Let's Encrypt by
@@ -205,11 +262,16 @@ func (c *Config) Provision() {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	defInt(&c.MaxConnsPerIP, DefaultMaxConnsPerIP)
+	defInt(&c.MaxProxyConns, DefaultMaxProxyConns)
+	def(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	def(&c.UpgradeIdleTimeout, DefaultUpgradeIdleTimeout)
+	def(&c.UpgradeMaxDuration, DefaultUpgradeMaxDuration)
 	defInt(&c.Concurrency, DefaultConcurrency)
 	def(&c.OriginDialTimeout, DefaultOriginDialTimeout)
 	def(&c.OriginTimeout, DefaultOriginTimeout)
 	def(&c.OriginIdleTimeout, DefaultOriginIdleTimeout)
 	defInt(&c.OriginMaxConns, DefaultOriginMaxConns)
+	def(&c.OriginKeepAlive, DefaultOriginKeepAlive)
 	def(&c.SyncWait, DefaultSyncWait)
 	def(&c.FlushInterval, DefaultFlushInterval)
 	defInt(&c.PasswordAttempts, DefaultPasswordAttempts)
@@ -220,6 +282,7 @@ func (c *Config) Provision() {
 		c.Logger = slog.Default()
 	}
 	c.trusted, _ = ParseTrustedProxies(c.TrustedProxies)
+	c.own, _ = ownAddrs(c.OwnListeners)
 }
 
 // Validate reports a configuration that cannot work. It is pure.
@@ -247,18 +310,25 @@ func (c *Config) Validate() error {
 	if _, err := ParseTrustedProxies(c.TrustedProxies); err != nil {
 		errs = append(errs, err)
 	}
+	if c.ReusePort && !reusePortSupported {
+		errs = append(errs, errors.New("reusePort: SO_REUSEPORT is not supported on this system"))
+	}
+	if _, err := ownAddrs(c.OwnListeners); err != nil {
+		errs = append(errs, err)
+	}
 	if c.MaxHeaderBytes < 1024 {
 		errs = append(errs, fmt.Errorf("maxHeaderBytes %d is below 1024", c.MaxHeaderBytes))
 	}
 	for name, d := range map[string]time.Duration{"readTimeout": c.ReadTimeout, "bodyTimeout": c.BodyTimeout,
 		"writeTimeout": c.WriteTimeout, "idleTimeout": c.IdleTimeout, "originDialTimeout": c.OriginDialTimeout,
-		"originTimeout": c.OriginTimeout, "originIdleTimeout": c.OriginIdleTimeout, "syncWait": c.SyncWait,
-		"flushInterval": c.FlushInterval, "passwordRefill": c.PasswordRefill} {
+		"originTimeout": c.OriginTimeout, "originIdleTimeout": c.OriginIdleTimeout, "originKeepAlive": c.OriginKeepAlive, "syncWait": c.SyncWait,
+		"flushInterval": c.FlushInterval, "passwordRefill": c.PasswordRefill, "shutdownTimeout": c.ShutdownTimeout,
+		"upgradeIdleTimeout": c.UpgradeIdleTimeout, "upgradeMaxDuration": c.UpgradeMaxDuration} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s %v is negative", name, d))
 		}
 	}
-	if c.MaxBodyBytes < 0 || c.MaxConnsPerIP < 0 || c.Concurrency < 0 || c.OriginMaxConns < 0 || c.PasswordAttempts < 0 {
+	if c.MaxBodyBytes < 0 || c.MaxConnsPerIP < 0 || c.MaxProxyConns < 0 || c.Concurrency < 0 || c.OriginMaxConns < 0 || c.PasswordAttempts < 0 {
 		errs = append(errs, errors.New("limits must not be negative"))
 	}
 	if err := c.Cache.Validate(); err != nil {

@@ -1,11 +1,11 @@
 // Package edge is the hosting platform's edge: it serves every visitor
 // request for a hosted static site, server app or function, through Shield
-// and the cache, over HTTPS (TLS 1.2/1.3, fasthttp) and HTTP/3 (quic-go),
-// and redirects plain HTTP to HTTPS.
+// and the cache, over HTTPS (TLS 1.2/1.3; HTTP/1.1 with fasthttp, HTTP/2 with
+// net/http by ALPN) and HTTP/3 (quic-go), and redirects plain HTTP to HTTPS.
 //
 // # Request flow
 //
-//	accept (TCP+TLS, or QUIC bridged into the same handler)
+//	accept (TCP+TLS: HTTP/1.1 fasthttp, or HTTP/2 and QUIC bridged into the same handler)
 //	  -> host routing: the Host header in an immutable table, swapped atomically on sync;
 //	     an unknown host gets a plain 404
 //	  -> client address: the peer, or X-Forwarded-For (right-most untrusted hop)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -49,6 +50,7 @@ type Edge struct {
 	blobs   *blobStore
 	http    *http.Client // to the control plane
 	flights flightGroup
+	hints   hintStore // 103 Early Hints learnt from origins
 
 	throttle  *throttle
 	verifySem chan struct{}
@@ -63,6 +65,10 @@ type Edge struct {
 	udp             net.PacketConn
 	httpSrv         *fasthttp.Server
 	httpsSrv        *fasthttp.Server
+	h2              *http.Server // HTTP/2 over TLS, bridged into serve
+	mux             *tlsMux
+	upgraded        upgradeSet // spliced WebSocket connections
+	access          *accessLog // nil when off
 	h3              *http3.Server
 	h3Local         net.Addr
 	ctxPool         sync.Pool
@@ -118,6 +124,12 @@ func New(cfg Config) (*Edge, error) {
 		e.close()
 		return nil, err
 	}
+	if cfg.AccessLog != "" {
+		if e.access, err = openAccessLog(cfg.AccessLog, cfg.AccessLogWriter, e.metrics.accessDrops); err != nil {
+			e.close()
+			return nil, fmt.Errorf("edge: %w", err)
+		}
+	}
 	return e, nil
 }
 
@@ -146,25 +158,31 @@ func (e *Edge) Version() int64 {
 }
 
 // Listen binds the plain-HTTP and HTTPS addresses over TCP and the HTTPS
-// port over UDP for HTTP/3. An address in use is an error naming it.
+// port over UDP for HTTP/3. An address in use is an error naming it. With
+// Config.ReusePort the sockets are bound with SO_REUSEPORT, so a new edge
+// process can bind the same addresses while this one drains.
 func (e *Edge) Listen() error {
 	if e.httpsLn != nil {
 		return nil
 	}
 	var err error
+	var lc net.ListenConfig
+	if e.cfg.ReusePort {
+		lc.Control = reusePort
+	}
 	if e.cfg.HTTPAddr != "-" {
-		if e.httpLn, err = net.Listen("tcp", e.cfg.HTTPAddr); err != nil {
+		if e.httpLn, err = lc.Listen(context.Background(), "tcp", e.cfg.HTTPAddr); err != nil {
 			return fmt.Errorf("http address %s: %w", e.cfg.HTTPAddr, err)
 		}
 	}
 	host, port, _ := net.SplitHostPort(e.cfg.HTTPSAddr)
 	for attempt := 0; ; attempt++ {
-		if e.httpsLn, err = net.Listen("tcp", e.cfg.HTTPSAddr); err != nil {
+		if e.httpsLn, err = lc.Listen(context.Background(), "tcp", e.cfg.HTTPSAddr); err != nil {
 			e.closeListeners()
 			return fmt.Errorf("https address %s: %w", e.cfg.HTTPSAddr, err)
 		}
 		udpAddr := net.JoinHostPort(host, strconv.Itoa(e.httpsLn.Addr().(*net.TCPAddr).Port))
-		if e.udp, err = net.ListenPacket("udp", udpAddr); err == nil {
+		if e.udp, err = lc.ListenPacket(context.Background(), "udp", udpAddr); err == nil {
 			break
 		}
 		e.httpsLn.Close()
@@ -175,6 +193,15 @@ func (e *Edge) Listen() error {
 		}
 	}
 	e.httpsPort = e.httpsLn.Addr().(*net.TCPAddr).Port
+	// An origin pointing back at the edge itself is refused like the
+	// platform's other listeners (unless private networks are allowed).
+	for _, ln := range []net.Listener{e.httpLn, e.httpsLn} {
+		if ln != nil {
+			if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil {
+				e.cfg.own = append(e.cfg.own, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+			}
+		}
+	}
 	e.altSvc = []byte(`h3=":` + strconv.Itoa(e.httpsPort) + `"; ma=86400`)
 	e.h3Local = e.udp.LocalAddr()
 	return nil
@@ -236,12 +263,17 @@ func (e *Edge) Run(ctx context.Context) error {
 	wg.Go(func() { e.syncLoop(runCtx) })
 	wg.Go(func() { e.flushLoop(runCtx) })
 
-	errc := make(chan error, 3)
-	go func() {
-		errc <- serveErr("https", e.httpsSrv.Serve(tls.NewListener(newPerIPListener(e.httpsLn, e.cfg.MaxConnsPerIP), e.tlsConfig)))
-	}()
+	e.h2 = e.newH2Server()
+	e.mux = newTLSMux(newPerIPListener(e.httpsLn, e.cfg.MaxConnsPerIP, e.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused),
+		e.tlsConfig, e.cfg.ReadTimeout)
+	errc := make(chan error, 4)
+	go e.mux.run()
+	go func() { errc <- serveErr("https", e.httpsSrv.Serve(e.mux.h1)) }()
+	go func() { errc <- serveErr("https (HTTP/2)", e.h2.Serve(e.mux.h2)) }()
 	if e.httpSrv != nil {
-		go func() { errc <- serveErr("http", e.httpSrv.Serve(newPerIPListener(e.httpLn, e.cfg.MaxConnsPerIP))) }()
+		go func() {
+			errc <- serveErr("http", e.httpSrv.Serve(newPerIPListener(e.httpLn, e.cfg.MaxConnsPerIP, e.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused)))
+		}()
 	}
 	go func() { errc <- serveErr("http3", e.h3.Serve(e.udp)) }()
 	attrs := []any{"https", e.httpsLn.Addr().String(), "http3", e.udp.LocalAddr().String(), "controlplane", e.cfg.ControlPlane}
@@ -259,15 +291,27 @@ func (e *Edge) Run(ctx context.Context) error {
 	case err = <-errc:
 	}
 	cancel()
-	shutdown, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	// Graceful stop: no new connections; requests in flight on every
+	// protocol finish (within ShutdownTimeout), idle connections close,
+	// HTTP/2 and HTTP/3 clients get GOAWAY; spliced WebSockets are closed.
+	shutdown, stop := context.WithTimeout(context.Background(), e.cfg.ShutdownTimeout)
 	defer stop()
-	e.h3.Shutdown(shutdown)
-	e.h3.Close()
+	e.mux.close()
+	var sw sync.WaitGroup
+	sw.Go(func() { e.h3.Shutdown(shutdown); e.h3.Close() })
+	sw.Go(func() { e.h2.Shutdown(shutdown) })
 	if e.httpSrv != nil {
-		e.httpSrv.ShutdownWithContext(shutdown)
+		sw.Go(func() { e.httpSrv.ShutdownWithContext(shutdown) })
 	}
-	e.httpsSrv.ShutdownWithContext(shutdown)
+	sw.Go(func() { e.httpsSrv.ShutdownWithContext(shutdown) })
+	sw.Wait()
+	e.upgraded.closeAll()
 	wg.Wait()
+	if e.access != nil {
+		if err := e.access.Close(); err != nil {
+			e.log.Warn("edge: access log", "err", err)
+		}
+	}
 	e.log.Info("edge: stopped")
 	return err
 }

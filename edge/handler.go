@@ -22,6 +22,9 @@ func (e *Edge) serve(ctx *fasthttp.RequestCtx, p proto) {
 	if st == nil {
 		e.plain(ctx, p, fasthttp.StatusNotFound, bodyUnknownHost)
 		e.metrics.request(kindUnknownLabel, ctx.Response.StatusCode(), start)
+		if e.access != nil {
+			e.access.log(ctx, &accessEntry{start: start, proto: p, client: peerAddr(ctx)}, nil)
+		}
 		return
 	}
 	addr := clientAddr(&ctx.Request.Header, peerAddr(ctx), e.trusted)
@@ -31,18 +34,19 @@ func (e *Edge) serve(ctx *fasthttp.RequestCtx, p proto) {
 		e.counts.AddDecision(st.projectID, d, e.now())
 	}
 	e.metrics.decision(st.kind, d)
-	if d.Verdict == rules.Refuse {
+	var upstream time.Duration
+	switch {
+	case d.Verdict == rules.Refuse:
 		e.plain(ctx, p, d.Status, refusalBody(d.Rule))
-		e.metrics.request(int(st.kind), d.Status, start)
-		return
-	}
-	switch st.kind {
-	case kindStatic:
+	case st.kind == kindStatic:
 		e.serveStatic(ctx, t, st, addr, p)
 	default:
-		e.proxy(ctx, st, addr, p)
+		upstream = e.proxy(ctx, st, addr, p)
 	}
 	e.metrics.request(int(st.kind), ctx.Response.StatusCode(), start)
+	if e.access != nil {
+		e.access.log(ctx, &accessEntry{start: start, proto: p, client: addr, decision: d, upstream: upstream}, e.geo)
+	}
 }
 
 // Bodies of the edge's own plain answers.

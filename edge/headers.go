@@ -11,6 +11,7 @@ const (
 	protoHTTP  proto = iota // plain HTTP: redirects only
 	protoHTTPS              // HTTP/1.1 over TLS
 	protoH3                 // HTTP/3 over QUIC
+	protoH2                 // HTTP/2 over TLS (bridged)
 )
 
 // Header names and values the edge sets, as bytes so that setting them does
@@ -48,7 +49,7 @@ var (
 
 // securityHeaders sets the headers every answer carries: HSTS on HTTPS and
 // HTTP/3, nosniff, the frame and referrer policies, and Alt-Svc advertising
-// HTTP/3 on HTTPS over TCP. With keep, a value the origin set is kept. It
+// HTTP/3 on HTTPS over TCP (HTTP/1.1 and HTTP/2). With keep, a value the origin set is kept. It
 // does not allocate.
 func (e *Edge) securityHeaders(h *fasthttp.ResponseHeader, p proto, keep bool) {
 	set := func(k, v []byte) {
@@ -63,7 +64,7 @@ func (e *Edge) securityHeaders(h *fasthttp.ResponseHeader, p proto, keep bool) {
 	set(hdrNoSniff, valNoSniff)
 	set(hdrFrameOptions, valFrameOptions)
 	set(hdrReferrer, valReferrer)
-	if p == protoHTTPS && len(e.altSvc) > 0 {
+	if (p == protoHTTPS || p == protoH2) && len(e.altSvc) > 0 {
 		h.SetCanonical(hdrAltSvc, e.altSvc)
 	}
 }

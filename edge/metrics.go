@@ -44,6 +44,12 @@ type metrics struct {
 	flushErrors prometheus.Counter
 	blobFetches *prometheus.CounterVec
 
+	staleRetries prometheus.Counter    // requests sent again after a pooled origin connection was found closed
+	upgrades     [2]prometheus.Counter // upgraded connections (WebSockets) to origins: [0] spliced, [1] refused by the origin or failed
+	upgradesOpen prometheus.Gauge      // upgraded connections open now
+	connRefused  [2]prometheus.Counter // connections closed at accept: [0] per-address cap, [1] trusted proxies' total cap
+	accessDrops  prometheus.Counter    // access-log lines lost to a failed write
+
 	collectors []prometheus.Collector
 }
 
@@ -84,6 +90,18 @@ func newMetrics() *metrics {
 	m.blobFetches = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "platform_edge_blob_fetches_total",
 		Help: "Static-file blobs fetched from the control plane, by result."}, []string{"result"})
 
+	m.staleRetries = prometheus.NewCounter(prometheus.CounterOpts{Name: "platform_edge_origin_stale_retries_total",
+		Help: "Requests sent again because the pooled origin connection taken for them had been closed by the origin (nothing was sent on it)."})
+	upg := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "platform_edge_upgrades_total",
+		Help: "Upgrade requests (WebSockets) forwarded to origins, by result: spliced, or refused (the origin did not switch protocols, or failed)."}, []string{"result"})
+	m.upgrades[0], m.upgrades[1] = upg.WithLabelValues("spliced"), upg.WithLabelValues("refused")
+	m.upgradesOpen = prometheus.NewGauge(prometheus.GaugeOpts{Name: "platform_edge_upgraded_connections",
+		Help: "Upgraded connections (WebSockets) spliced to origins now."})
+	cr := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "platform_edge_connections_refused_total",
+		Help: "Connections closed at accept, by limit: per_address (MaxConnsPerIP) or trusted_proxies (MaxProxyConns)."}, []string{"limit"})
+	m.connRefused[0], m.connRefused[1] = cr.WithLabelValues("per_address"), cr.WithLabelValues("trusted_proxies")
+	m.accessDrops = prometheus.NewCounter(prometheus.CounterOpts{Name: "platform_edge_access_log_errors_total",
+		Help: "Access-log writes that failed (the lines are lost; serving goes on)."})
 	for k := range kindLabels {
 		for c := range classLabels {
 			m.requests[k][c] = reqs.WithLabelValues(kindLabels[k], classLabels[c])
@@ -104,7 +122,8 @@ func newMetrics() *metrics {
 		m.passwords[i] = pw.WithLabelValues(r)
 	}
 	m.collectors = []prometheus.Collector{reqs, dur, dec, pw, oresp, m.originErr, m.guarded, m.compressed, m.version,
-		m.ready, m.applied, m.syncErrors, m.lastSync, m.flushed, m.flushErrors, m.blobFetches}
+		m.ready, m.applied, m.syncErrors, m.lastSync, m.flushed, m.flushErrors, m.blobFetches,
+		m.staleRetries, upg, m.upgradesOpen, cr, m.accessDrops}
 	return m
 }
 

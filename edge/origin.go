@@ -2,28 +2,48 @@ package edge
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/svcplatform/platform/netguard"
 )
 
 // origin is a server app's or function's origin with its pooled client.
 // Origins are shared by every table that names the same base URL, so a
 // configuration change keeps the warm connections.
 type origin struct {
-	base   string
-	scheme []byte
-	host   []byte // host:port, for the request URI of TLS origins
-	client *fasthttp.HostClient
+	key     string // base, or "managed " + base: the pool key
+	base    string
+	managed bool
+	scheme  []byte
+	host    []byte // host:port, for the request URI of TLS origins
+	client  *fasthttp.HostClient
+	// dialRaw connects to addr through the guarded dialer (upgrades open
+	// connections of their own with it).
+	dialRaw func(addr string, timeout time.Duration) (net.Conn, error)
 }
 
 // originReadBuffer bounds an origin's response header block.
 const originReadBuffer = 32 << 10
+
+// maxStaleRetries bounds how many pooled connections found closed by their
+// origin one request may go through before it gives up (each is closed and
+// the next one tried; a fresh dial is never stale).
+const maxStaleRetries = 8
+
+// errStaleConn is returned, before anything of a request is written, for a
+// pooled connection that its origin has already closed (or that holds bytes
+// nobody asked for). Nothing of the request was sent, so it is retried on
+// another connection whatever its method.
+var errStaleConn = errors.New("edge: pooled origin connection closed by the origin")
 
 // originPool keeps one origin per base URL.
 type originPool struct {
@@ -37,11 +57,18 @@ func newOriginPool(cfg *Config) *originPool {
 }
 
 // get returns the origin of base ("http://host:port" or "https://host"),
-// creating its client on first use.
-func (op *originPool) get(base string) (*origin, error) {
+// creating its client on first use. A managed origin is a process the
+// platform itself runs for a deployment: it is exempt from the private
+// network guard (netguard), which applies to every other origin unless
+// Config.AllowPrivateNetworks.
+func (op *originPool) get(base string, managed bool) (*origin, error) {
+	key := base
+	if managed {
+		key = "managed " + base
+	}
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	if o := op.m[base]; o != nil {
+	if o := op.m[key]; o != nil {
 		return o, nil
 	}
 	u, err := url.Parse(base)
@@ -56,63 +83,125 @@ func (op *originPool) get(base string) (*origin, error) {
 		}
 		hostPort = net.JoinHostPort(u.Hostname(), port)
 	}
-	idle, dialTimeout := op.cfg.OriginIdleTimeout, op.cfg.OriginDialTimeout
+	idle := op.cfg.OriginIdleTimeout
+	dialer := netguard.Dialer(op.cfg.AllowPrivateNetworks || managed, op.cfg.own...)
+	dialer.Timeout = op.cfg.OriginDialTimeout
+	dialer.KeepAlive = 30 * time.Second
+	isTLS := u.Scheme == "https"
 	hc := &fasthttp.HostClient{
 		Addr:                     hostPort,
 		Name:                     "platform-edge",
-		IsTLS:                    u.Scheme == "https",
+		IsTLS:                    isTLS,
 		MaxConns:                 op.cfg.OriginMaxConns,
-		MaxIdleConnDuration:      30 * time.Second,
+		MaxIdleConnDuration:      op.cfg.OriginKeepAlive,
 		MaxConnWaitTimeout:       op.cfg.OriginTimeout,
 		ReadBufferSize:           originReadBuffer,
 		WriteBufferSize:          16 << 10,
 		NoDefaultUserAgentHeader: true,
 		DisablePathNormalizing:   true,
 		StreamResponseBody:       true,
-		DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
-			c, err := fasthttp.DialTimeout(addr, min(timeout, dialTimeout))
-			if err != nil {
-				return nil, err
-			}
-			return &originConn{Conn: c, idle: idle}, nil
-		},
+		RetryIfErr:               retryOrigin,
 	}
-	if hc.IsTLS {
+	dialRaw := func(addr string, timeout time.Duration) (net.Conn, error) {
+		d := *dialer
+		d.Timeout = min(timeout, dialer.Timeout)
+		return d.Dial("tcp", addr)
+	}
+	hc.DialTimeout = func(addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := dialRaw(addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &originConn{Conn: c, idle: idle, tls: isTLS}, nil
+	}
+	if isTLS {
 		hc.TLSConfig = &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12}
 	}
-	o := &origin{base: base, scheme: []byte(u.Scheme), host: []byte(strings.ToLower(u.Host)), client: hc}
-	op.m[base] = o
+	o := &origin{key: key, base: base, managed: managed, scheme: []byte(u.Scheme), host: []byte(strings.ToLower(u.Host)),
+		client: hc, dialRaw: dialRaw}
+	op.m[key] = o
 	return o, nil
 }
 
-// retain drops the origins no table names any more, closing their idle
-// connections.
+// retain drops the origins no table names any more (by pool key), closing
+// their idle connections.
 func (op *originPool) retain(keep map[string]bool) {
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	for base, o := range op.m {
-		if !keep[base] {
+	for key, o := range op.m {
+		if !keep[key] {
 			o.client.CloseIdleConnections()
-			delete(op.m, base)
+			delete(op.m, key)
 		}
 	}
 }
+
+// retryOrigin says which failed origin requests fasthttp tries again on
+// another connection. As Go's transport and nginx do: a request of any
+// method when nothing of it was sent (errStaleConn: the pooled connection
+// was found closed before the first byte was written); an idempotent one
+// (GET, HEAD, PUT, QUERY, fasthttp's rule) after any connection error. A
+// POST that may have reached the origin is never sent twice. (A request
+// with a streamed body is not retried by fasthttp at all; proxy retries it
+// on errStaleConn itself, since nothing of the body was read.)
+func retryOrigin(req *fasthttp.Request, _ int, err error) (resetTimeout, retry bool) {
+	if errors.Is(err, errStaleConn) {
+		return false, true
+	}
+	if errors.Is(err, netguard.ErrForbiddenAddress) || errors.Is(err, fasthttp.ErrBodyTooLarge) || errors.Is(err, errBodyLimit) {
+		return false, false
+	}
+	h := &req.Header
+	return false, h.IsGet() || h.IsHead() || h.IsPut() || h.IsQuery()
+}
+
+// connState is what peekConn finds on an idle connection.
+type connState uint8
+
+const (
+	connIdle connState = iota
+	connClosed
+	connData
+)
 
 // originConn bounds pauses on a connection to an origin. fasthttp sets one
 // read deadline before reading a response and keeps it while a streamed
 // body is read; originConn applies it until the first byte arrives (the
 // time to the response header), then allows idle between reads, so a long
 // download that keeps moving is not cut, and a stalled one is.
+//
+// It also finds pooled connections the origin has closed: fasthttp sets
+// the write deadline first thing when it takes a connection for a request,
+// before writing (or reading any of the request body), so SetWriteDeadline
+// looks at the socket (peekConn) when the connection has served a request
+// before, and fails with errStaleConn when the origin has closed it (for a
+// plain connection, also when it holds bytes nobody asked for).
 type originConn struct {
 	net.Conn
 	idle  time.Duration
+	tls   bool
 	first time.Time // deadline until the first byte after SetReadDeadline
 	armed bool
+	used  bool // a response (or a TLS handshake) was read on it
 }
 
 func (c *originConn) SetReadDeadline(t time.Time) error {
 	c.first, c.armed = t, true
 	return nil
+}
+
+func (c *originConn) SetWriteDeadline(t time.Time) error {
+	if c.used {
+		switch peekConn(c.Conn) {
+		case connClosed:
+			return errStaleConn
+		case connData:
+			if !c.tls { // TLS 1.3 sends session tickets after the handshake
+				return errStaleConn
+			}
+		}
+	}
+	return c.Conn.SetWriteDeadline(t)
 }
 
 func (c *originConn) SetDeadline(t time.Time) error {
@@ -131,8 +220,35 @@ func (c *originConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.armed = false
+		c.used = true
 	}
 	return n, err
 }
 
 var _ net.Conn = (*originConn)(nil)
+
+// ownAddrs parses the platform's own listener addresses (Config.OwnListeners)
+// as address:port pairs; a host name other than an address is skipped (its
+// addresses are the host's, and loopback is refused anyway).
+func ownAddrs(list []string) ([]netip.AddrPort, error) {
+	var out []netip.AddrPort
+	for _, s := range list {
+		host, port, err := net.SplitHostPort(s)
+		if err != nil {
+			return nil, fmt.Errorf("own listener %q: %w", s, err)
+		}
+		if host == "" {
+			host = "0.0.0.0"
+		}
+		a, err := netip.ParseAddr(host)
+		if err != nil {
+			continue
+		}
+		ap, err := netip.ParseAddrPort(net.JoinHostPort(a.String(), port))
+		if err != nil {
+			return nil, fmt.Errorf("own listener %q: %w", s, err)
+		}
+		out = append(out, ap)
+	}
+	return out, nil
+}

@@ -50,8 +50,8 @@ func (e *Edge) sessionValid(h *fasthttp.RequestHeader, t *table, st *site) bool 
 
 // passwordSubmit checks a posted password: a right one sets the session
 // cookie and sends the visitor back where they were going; a wrong one
-// shows the form again, and too many wrong ones from one address are
-// throttled with 429.
+// shows the form again, and too many attempts from one address on one
+// site are throttled with 429 (see throttle).
 func (e *Edge) passwordSubmit(ctx *fasthttp.RequestCtx, t *table, st *site, addr netip.Addr, p proto) {
 	if !ctx.IsPost() {
 		if e.sessionValid(&ctx.Request.Header, t, st) {
@@ -62,7 +62,9 @@ func (e *Edge) passwordSubmit(ctx *fasthttp.RequestCtx, t *table, st *site, addr
 		return
 	}
 	now := e.now()
-	if wait, ok := e.throttle.allowed(addr, now); !ok {
+	// The attempt is reserved before the slow check, so concurrent wrong
+	// passwords are counted as they arrive, not after their hashes.
+	if wait, ok := e.throttle.reserve(addr, st.projectID, now); !ok {
 		e.metrics.password(passwordThrottled)
 		e.passwordForm(ctx, st, p, fasthttp.StatusTooManyRequests, formThrottled)
 		ctx.Response.Header.SetCanonical(hdrRetryAfter, strconv.AppendInt(nil, int64(wait/time.Second)+1, 10))
@@ -70,6 +72,7 @@ func (e *Edge) passwordSubmit(ctx *fasthttp.RequestCtx, t *table, st *site, addr
 	}
 	form, err := readForm(ctx)
 	if err != nil {
+		e.throttle.release(addr, st.projectID, now)
 		e.plain(ctx, p, fasthttp.StatusRequestEntityTooLarge, bodyTooLarge)
 		return
 	}
@@ -82,13 +85,13 @@ func (e *Edge) passwordSubmit(ctx *fasthttp.RequestCtx, t *table, st *site, addr
 	case e.verifySem <- struct{}{}:
 		timer.Stop()
 	case <-timer.C:
+		e.throttle.release(addr, st.projectID, now)
 		e.plain(ctx, p, fasthttp.StatusServiceUnavailable, bodyUnavailable)
 		return
 	}
 	ok := password != "" && rules.VerifyPassword(st.password.hash, password)
 	<-e.verifySem
 	if !ok || t.signer == nil {
-		e.throttle.failed(addr, now)
 		e.metrics.password(passwordWrong)
 		e.passwordForm(ctx, st, p, fasthttp.StatusUnauthorized, formWrong)
 		return
@@ -99,7 +102,7 @@ func (e *Edge) passwordSubmit(ctx *fasthttp.RequestCtx, t *table, st *site, addr
 		e.plain(ctx, p, fasthttp.StatusInternalServerError, bodyUnavailable)
 		return
 	}
-	e.throttle.succeeded(addr)
+	e.throttle.succeeded(addr, st.projectID)
 	e.metrics.password(passwordRight)
 	var c fasthttp.Cookie
 	c.SetKey(rules.SessionCookieName)

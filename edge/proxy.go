@@ -35,14 +35,20 @@ var errBodyLimit = errors.New("edge: request body too large")
 // proxy answers a request for a server app or function after Shield: from
 // the RFC 9111 shared cache when the origin allowed it, otherwise forwarded
 // to the origin with the pooled client, the request body streamed, the
-// response streamed back unless it is to be stored.
-func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p proto) {
+// response streamed back unless it is to be stored. It returns the time the
+// origin took to answer (0 when it was not asked).
+func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p proto) (upstream time.Duration) {
 	dep := st.dep
 	req := &ctx.Request
 	if cl := req.Header.ContentLength(); cl > 0 && int64(cl) > e.cfg.MaxBodyBytes {
 		e.plain(ctx, p, fasthttp.StatusRequestEntityTooLarge, bodyTooLarge)
 		ctx.SetConnectionClose()
 		return
+	}
+	if p == protoHTTPS && isUpgrade(&req.Header) {
+		t0 := time.Now()
+		e.upgrade(ctx, st, client, p)
+		return time.Since(t0)
 	}
 	res := e.cache.Lookup(dep.target, req)
 	switch res.State {
@@ -59,9 +65,16 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 	if res.State == cache.Revalidate {
 		res.Entry.Conditional(&out.Header)
 	}
+	if req.Header.IsGet() {
+		if links := e.hints.get(dep.target, ctx.Path()); links != nil {
+			e.sendEarlyHints(ctx, p, links)
+		}
+	}
 	resp := fasthttp.AcquireResponse()
 	sent := e.now()
-	err := dep.origin.client.DoDeadline(out, resp, time.Now().Add(e.cfg.OriginTimeout))
+	t0 := time.Now()
+	err := e.doOrigin(dep.origin, out, resp)
+	upstream = time.Since(t0)
 	received := e.now()
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
@@ -78,7 +91,9 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 		// conditions.
 		e.outbound(out, ctx, dep.origin, client)
 		sent = e.now()
-		if err := dep.origin.client.DoDeadline(out, resp, time.Now().Add(e.cfg.OriginTimeout)); err != nil {
+		err := e.doOrigin(dep.origin, out, resp)
+		upstream = time.Since(t0)
+		if err != nil {
 			fasthttp.ReleaseResponse(resp)
 			e.forwardError(ctx, st, p, err)
 			return
@@ -88,6 +103,7 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 	e.metrics.originStatus(st.kind, resp.StatusCode())
 	buffered := false
 	if req.Header.IsGet() {
+		e.hints.learn(dep.target, ctx.Path(), &resp.Header)
 		if d := cache.Decide(req, resp, sent, received); d.Storable() {
 			if cl := resp.Header.ContentLength(); cl >= 0 && int64(cl) <= e.cache.MaxEntryBytes() {
 				resp.Body() // read the whole body to store it
@@ -117,6 +133,22 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 		return
 	}
 	ctx.Response.SetBodyStream(&originBody{resp: resp, r: resp.BodyStream()}, resp.Header.ContentLength())
+	return upstream
+}
+
+// doOrigin sends req to o within OriginTimeout. A request that met pooled
+// connections the origin had closed (errStaleConn: nothing of it was sent,
+// its streamed body not read) goes again on another one, so a POST after an
+// idle pause reaches the origin once instead of failing with 502.
+func (e *Edge) doOrigin(o *origin, req *fasthttp.Request, resp *fasthttp.Response) error {
+	deadline := time.Now().Add(e.cfg.OriginTimeout)
+	for i := 0; ; i++ {
+		err := o.client.DoDeadline(req, resp, deadline)
+		if err == nil || !errors.Is(err, errStaleConn) || i >= maxStaleRetries {
+			return err
+		}
+		e.metrics.staleRetries.Inc()
+	}
 }
 
 // outbound builds the request sent to the origin: the visitor's method,

@@ -34,7 +34,9 @@ func (e *Edge) serveStatic(ctx *fasthttp.RequestCtx, t *table, st *site, addr ne
 			return
 		}
 	}
-	if rules.IsPrivateRequestPath(h.RequestURI()) {
+	// The file guard on the full repository path: the deployment's root
+	// (judged once, when the table is compiled) and the request path.
+	if st.dep.private || rules.IsPrivateRequestPath(h.RequestURI()) {
 		e.metrics.guarded.Inc()
 		e.notFound(ctx, st, p)
 		return

@@ -151,7 +151,7 @@ func (e *Edge) apply(ctx context.Context, s *snapshot.Snapshot, raw []byte) erro
 	keep := map[string]bool{}
 	for _, st := range t.sites {
 		if st.dep.origin != nil {
-			keep[st.dep.origin.base] = true
+			keep[st.dep.origin.key] = true
 		}
 	}
 	e.origins.retain(keep)

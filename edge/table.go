@@ -71,6 +71,11 @@ type deployment struct {
 	// target is the shared-cache target of apps and functions: the
 	// deployment id, so a deploy starts with an empty cache.
 	target string
+	// private is set for a static deployment whose root directory in the
+	// repository is itself private (".git", "a/.ssh"): the file guard
+	// judges the full repository path (root + request path), so every
+	// request to it is answered 404.
+	private bool
 }
 
 // file is one servable static file.
@@ -97,7 +102,7 @@ var errSnapshot = errors.New("edge: unusable configuration")
 
 // compile builds a table from a snapshot. origins returns the pooled origin
 // client for a base URL.
-func compile(s *snapshot.Snapshot, origins func(string) (*origin, error)) (*table, error) {
+func compile(s *snapshot.Snapshot, origins func(base string, managed bool) (*origin, error)) (*table, error) {
 	t := &table{version: s.Version, sites: make(map[string]*site, len(s.Sites))}
 	workspaces := make(map[string]*rules.Ruleset, len(s.Workspaces))
 	for _, w := range s.Workspaces {
@@ -171,10 +176,10 @@ func compile(s *snapshot.Snapshot, origins func(string) (*origin, error)) (*tabl
 	return t, nil
 }
 
-func compileDeployment(d *snapshot.Deployment, kind siteKind, origins func(string) (*origin, error)) (*deployment, error) {
+func compileDeployment(d *snapshot.Deployment, kind siteKind, origins func(base string, managed bool) (*origin, error)) (*deployment, error) {
 	dep := &deployment{id: d.ID, target: d.ID}
 	if kind != kindStatic {
-		o, err := origins(d.Origin)
+		o, err := origins(d.Origin, managedOrigin(d))
 		if err != nil {
 			return nil, err
 		}
@@ -190,6 +195,7 @@ func compileDeployment(d *snapshot.Deployment, kind siteKind, origins func(strin
 	if !d.CreatedAt.IsZero() {
 		dep.lastModified = fasthttp.AppendHTTPDate(nil, d.CreatedAt)
 	}
+	dep.private = rootPrivate(staticRoot(d))
 	dep.files = make(map[string]*file, len(d.Files)*2)
 	add := func(p string, f *file) {
 		if _, ok := dep.files[p]; !ok {
@@ -199,6 +205,9 @@ func compileDeployment(d *snapshot.Deployment, kind siteKind, origins func(strin
 	var htmls []*file
 	for _, sf := range d.Files {
 		p := strings.TrimPrefix(sf.Path, "/")
+		if private, _ := rules.PrivateFile(p); private {
+			continue // the control plane leaves these out; never served
+		}
 		f := newFile(p, sf, 200)
 		dep.files[p] = f
 		if strings.HasSuffix(p, ".html") {
@@ -245,6 +254,45 @@ func newFile(p string, sf snapshot.File, status int) *file {
 	f.etag[encGzip] = []byte(`"` + tag + `-gz"`)
 	f.etag[encBrotli] = []byte(`"` + tag + `-br"`)
 	return f
+}
+
+// managedDeployment is what a snapshot deployment implements once it
+// carries the flag "the platform runs this origin itself" (a process it
+// started for the deployment; such origins are exempt from the private
+// network guard). See managedOrigin.
+type managedDeployment interface{ ManagedOrigin() bool }
+
+// managedOrigin reports whether d's origin is a process the platform runs
+// itself for the deployment. The snapshot says so through
+// ManagedOrigin() bool on *snapshot.Deployment; until a snapshot carries
+// it, every origin is a user's and the guard applies.
+func managedOrigin(d *snapshot.Deployment) bool {
+	m, ok := any(d).(managedDeployment)
+	return ok && m.ManagedOrigin()
+}
+
+// rootedDeployment is what a snapshot deployment implements once it
+// carries its static root (the repository directory served as the site
+// root). See staticRoot.
+type rootedDeployment interface{ StaticRoot() string }
+
+// staticRoot returns the repository directory d serves as its site root,
+// "" for the repository root or when the snapshot does not say.
+func staticRoot(d *snapshot.Deployment) string {
+	if r, ok := any(d).(rootedDeployment); ok {
+		return r.StaticRoot()
+	}
+	return ""
+}
+
+// rootPrivate reports whether a static root directory is itself private
+// to the file guard (".git", ".ssh", "a/.git", a key store).
+func rootPrivate(root string) bool {
+	if root == "" {
+		return false
+	}
+	private, _ := rules.PrivateFile(root)
+	return private
 }
 
 // minCompressBytes is the smallest file worth compressing.

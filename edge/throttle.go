@@ -6,21 +6,32 @@ import (
 	"time"
 )
 
-// maxThrottled bounds the addresses the password throttle remembers; when
-// it is full, entries that have refilled are dropped, and if none has, the
-// oldest half goes.
+// maxThrottled bounds the (address, site) pairs the password throttle
+// remembers; when it is full, entries that have refilled are dropped, and
+// if none has, the oldest half goes.
 const maxThrottled = 100_000
 
-// throttle limits wrong site-password attempts per client address with a
-// token bucket: burst attempts at once, then one per refill. IPv6 clients
-// are keyed by their /64, which one subscriber usually holds whole. It is
-// safe for concurrent use.
+// throttle limits site-password attempts per client address and site with
+// a token bucket: burst attempts at once, then one per refill. IPv6
+// clients are keyed by their /64, which one subscriber usually holds whole.
+//
+// An attempt is reserved (a token taken) before the slow password hash
+// runs, so concurrent submissions cannot all pass a check made before any
+// of them is counted; a right password then forgets the failures of that
+// address on that site only, so a right password on one site does not
+// buy more guesses on another. It is safe for concurrent use.
 type throttle struct {
 	burst  int
 	refill time.Duration
 
 	mu sync.Mutex
-	m  map[netip.Prefix]*bucket
+	m  map[throttleID]*bucket
+}
+
+// throttleID is what a bucket counts: one address (prefix) on one site.
+type throttleID struct {
+	addr netip.Prefix
+	site string
 }
 
 type bucket struct {
@@ -29,7 +40,7 @@ type bucket struct {
 }
 
 func newThrottle(burst int, refill time.Duration) *throttle {
-	return &throttle{burst: burst, refill: refill, m: make(map[netip.Prefix]*bucket)}
+	return &throttle{burst: burst, refill: refill, m: make(map[throttleID]*bucket)}
 }
 
 func throttleKey(a netip.Addr) netip.Prefix {
@@ -49,27 +60,12 @@ func (t *throttle) level(b *bucket, now time.Time) float64 {
 	return min(float64(t.burst), b.tokens+float64(now.Sub(b.at))/float64(t.refill))
 }
 
-// allowed reports whether addr may try a password now, and if not how long
-// until it may.
-func (t *throttle) allowed(addr netip.Addr, now time.Time) (time.Duration, bool) {
+// reserve takes one attempt for addr on site before the password is
+// checked. When none is left it reports false and how long until one is.
+func (t *throttle) reserve(addr netip.Addr, site string, now time.Time) (time.Duration, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	b := t.m[throttleKey(addr)]
-	if b == nil {
-		return 0, true
-	}
-	lvl := t.level(b, now)
-	if lvl >= 1 {
-		return 0, true
-	}
-	return time.Duration((1 - lvl) * float64(t.refill)), false
-}
-
-// failed takes one token from addr's bucket.
-func (t *throttle) failed(addr netip.Addr, now time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	k := throttleKey(addr)
+	k := throttleID{throttleKey(addr), site}
 	b := t.m[k]
 	if b == nil {
 		if len(t.m) >= maxThrottled {
@@ -78,15 +74,30 @@ func (t *throttle) failed(addr netip.Addr, now time.Time) {
 		b = &bucket{tokens: float64(t.burst), at: now}
 		t.m[k] = b
 	}
-	b.tokens = max(t.level(b, now)-1, 0)
-	b.at = now
+	lvl := t.level(b, now)
+	if lvl < 1 {
+		return time.Duration((1 - lvl) * float64(t.refill)), false
+	}
+	b.tokens, b.at = lvl-1, now
+	return 0, true
 }
 
-// succeeded forgets addr's failures.
-func (t *throttle) succeeded(addr netip.Addr) {
+// succeeded forgets the failures of addr on site (and the attempt it
+// reserved), and only there.
+func (t *throttle) succeeded(addr netip.Addr, site string) {
 	t.mu.Lock()
-	delete(t.m, throttleKey(addr))
+	delete(t.m, throttleID{throttleKey(addr), site})
 	t.mu.Unlock()
+}
+
+// release gives back an attempt reserved but not checked (the check could
+// not run: the form was unreadable, or every checker was busy).
+func (t *throttle) release(addr netip.Addr, site string, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if b := t.m[throttleID{throttleKey(addr), site}]; b != nil {
+		b.tokens, b.at = min(float64(t.burst), t.level(b, now)+1), now
+	}
 }
 
 // prune drops full buckets, or half of all when none is full. Called with

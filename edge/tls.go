@@ -17,7 +17,8 @@ import (
 // plain HTTP instead of a redirect.
 const acmeChallengePrefix = "/.well-known/acme-challenge/"
 
-// setupTLS builds the server TLS configuration: TLS 1.2 and 1.3 with
+// setupTLS builds the server TLS configuration: TLS 1.2 and 1.3, ALPN h2
+// then http/1.1, with
 // certificates from the ACME CA when configured, otherwise from the local
 // CA in DataDir/ca.
 func (e *Edge) setupTLS() error {
@@ -33,7 +34,7 @@ func (e *Edge) setupTLS() error {
 		}
 		e.acme = m
 		e.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: m.GetCertificate,
-			NextProtos: []string{"http/1.1", acme.ALPNProto}}
+			NextProtos: []string{"h2", "http/1.1", acme.ALPNProto}}
 		return nil
 	}
 	ca, err := localca.Open(filepath.Join(e.cfg.DataDir, "ca"), e.cfg.AppsDomain)
@@ -41,7 +42,7 @@ func (e *Edge) setupTLS() error {
 		return err
 	}
 	e.ca = ca
-	e.tlsConfig = ca.TLSConfig("http/1.1")
+	e.tlsConfig = ca.TLSConfig("h2", "http/1.1")
 	return nil
 }
 

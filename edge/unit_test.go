@@ -126,29 +126,58 @@ func TestThrottle(t *testing.T) {
 	th := newThrottle(2, time.Minute)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	a, b := netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("2001:db8:1:2::1")
+	const site = "prj_a"
 	for range 2 {
-		if _, ok := th.allowed(a, now); !ok {
+		if _, ok := th.reserve(a, site, now); !ok {
 			t.Fatal("throttled too early")
 		}
-		th.failed(a, now)
 	}
-	if wait, ok := th.allowed(a, now); ok || wait <= 0 || wait > time.Minute {
+	if wait, ok := th.reserve(a, site, now); ok || wait <= 0 || wait > time.Minute {
 		t.Fatalf("not throttled: %v %v", wait, ok)
 	}
-	if _, ok := th.allowed(b, now); !ok {
+	if _, ok := th.reserve(a, "prj_b", now); !ok {
+		t.Fatal("another site throttled")
+	}
+	if _, ok := th.reserve(b, site, now); !ok {
 		t.Fatal("another address throttled")
 	}
-	th.failed(b, now)
-	th.failed(netip.MustParseAddr("2001:db8:1:2::ffff"), now) // same /64
-	if _, ok := th.allowed(b, now); ok {
+	th.reserve(netip.MustParseAddr("2001:db8:1:2::ffff"), site, now) // same /64
+	if _, ok := th.reserve(b, site, now); ok {
 		t.Fatal("IPv6 /64 not throttled as one")
 	}
-	if _, ok := th.allowed(a, now.Add(time.Minute)); !ok {
+	if _, ok := th.reserve(a, site, now.Add(time.Minute)); !ok {
 		t.Fatal("no refill after a minute")
 	}
-	th.succeeded(a)
-	if len(th.m) != 1 {
+	th.release(a, site, now.Add(time.Minute))
+	if _, ok := th.reserve(a, site, now.Add(time.Minute)); !ok {
+		t.Fatal("a released attempt was not given back")
+	}
+	th.succeeded(a, site)
+	if len(th.m) != 2 {
 		t.Fatalf("entries: %d", len(th.m))
+	}
+}
+
+// TestThrottleRightPasswordElsewhere is issue 11 item 3(b): 9 wrong on
+// site B, 1 right on site A, repeated, must not give B endless guesses.
+func TestThrottleRightPasswordElsewhere(t *testing.T) {
+	th := newThrottle(10, time.Hour)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	addr := netip.MustParseAddr("203.0.113.9")
+	checked := 0
+	for round := range 5 {
+		for range 9 {
+			if _, ok := th.reserve(addr, "prj_b", now); ok {
+				checked++
+			}
+		}
+		if _, ok := th.reserve(addr, "prj_a", now); !ok {
+			t.Fatalf("round %d: the right password on A throttled", round)
+		}
+		th.succeeded(addr, "prj_a")
+	}
+	if checked != 10 {
+		t.Fatalf("%d wrong passwords checked on B, want the burst of 10", checked)
 	}
 }
 

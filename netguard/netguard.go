@@ -1,9 +1,9 @@
 // Package netguard keeps the platform's outgoing requests to addresses that
 // users name (app and function origins, webhook URLs) off the platform's own
 // network: loopback, private (RFC 1918, fc00::/7), link-local, unspecified,
-// multicast and shared (RFC 6598) addresses, and the platform's own
-// listeners, are refused unless the operator allows private networks
-// (--allow-private-networks, for tests and local development).
+// multicast and shared (RFC 6598) addresses are refused unless the operator
+// allows private networks (--allow-private-networks, for tests and local
+// development); the platform's own listeners are refused always.
 //
 // The check that matters runs at connect time on the address a name
 // resolved to (Dialer sets net.Dialer.Control), so a name that resolves to a
@@ -110,14 +110,11 @@ func (g *guard) check(address string) error {
 		return fmt.Errorf("%w: %q is not an address", ErrForbiddenAddress, address)
 	}
 	a := ap.Addr().Unmap().WithZone("")
-	if g.allowPrivate {
-		return nil
-	}
-	if Blocked(a) {
-		return fmt.Errorf("%w: %s is on a loopback, private, link-local or reserved network", ErrForbiddenAddress, a)
-	}
 	if g.isOwn(netip.AddrPortFrom(a, ap.Port())) {
 		return fmt.Errorf("%w: %s is one of the platform's own listeners", ErrForbiddenAddress, netip.AddrPortFrom(a, ap.Port()))
+	}
+	if !g.allowPrivate && Blocked(a) {
+		return fmt.Errorf("%w: %s is on a loopback, private, link-local or reserved network", ErrForbiddenAddress, a)
 	}
 	return nil
 }
@@ -163,9 +160,11 @@ func (g *guard) local(a netip.Addr) bool {
 	return false
 }
 
-// Dialer returns a dialer that refuses to connect to a Blocked address, and
-// to the platform's own listeners (own; an unspecified address stands for
-// every address of this host), unless allowPrivate. The check runs in
+// Dialer returns a dialer that refuses to connect to a Blocked address
+// unless allowPrivate, and to the platform's own listeners (own: the API,
+// the admin address with /metrics, the edge; an unspecified address stands
+// for every address of this host) always: allowing private networks for
+// tests or local development never publishes the platform's own endpoints. The check runs in
 // net.Dialer.Control on the address about to be connected to, after name
 // resolution, so it holds for every address a name resolves to. A refusal
 // wraps ErrForbiddenAddress. Set Timeout and the like on the result as

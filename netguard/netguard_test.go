@@ -145,6 +145,15 @@ func TestOwnListeners(t *testing.T) {
 			}
 		})
 	}
+	// Allowing private networks does not open the platform's own listeners.
+	g.allowPrivate = true
+	if err := g.check("198.51.100.20:9090"); !errors.Is(err, ErrForbiddenAddress) {
+		t.Fatalf("own listener with allowPrivate: %v, want refused", err)
+	}
+	if err := g.check("127.0.0.1:9091"); err != nil {
+		t.Fatalf("loopback with allowPrivate: %v", err)
+	}
+	g.allowPrivate = false
 	g.interfaces = func() ([]net.Addr, error) { return nil, errors.New("no interfaces") }
 	if g.check("8.8.8.8:9090") == nil {
 		t.Fatal("with unlistable interfaces an own port must fail closed")

@@ -33,9 +33,13 @@ type options struct {
 	stripeKey      string
 	stripeBaseURL  string
 	accessLog      string
+	rtmpAddr       string
 	// allowPrivate lets app/function origins and webhook URLs be on
 	// loopback, private or link-local addresses.
 	allowPrivate bool
+	// reusePort binds the edge's listeners with SO_REUSEPORT, so a new
+	// process can take over the ports while the old one drains.
+	reusePort bool
 }
 
 type flagDef struct {
@@ -66,6 +70,7 @@ func (o *options) defs() []flagDef {
 		{"payments-processor", "PLATFORM_PAYMENTS_PROCESSOR", "test", "payments: test (built-in hosted page, test cards) or stripe", &o.payProcessor},
 		{"stripe-key", "STRIPE_SECRET_KEY", "", "payments: the Stripe secret key, with --payments-processor stripe", &o.stripeKey},
 		{"stripe-base-url", "PLATFORM_STRIPE_BASE_URL", "", "payments: Stripe API base URL (default Stripe's; stripe-mock in tests)", &o.stripeBaseURL},
+		{"rtmp-addr", "PLATFORM_RTMP_ADDR", "127.0.0.1:1935", "media: live ingest (RTMP, Debian nginx + libnginx-mod-rtmp); empty turns live channels off", &o.rtmpAddr},
 		{"access-log", "PLATFORM_ACCESS_LOG", "", "edge: one JSON line per request to this file, or - for stdout (off when empty)", &o.accessLog},
 	}
 }
@@ -92,6 +97,8 @@ func (o *options) parse(cmd string, args []string) error {
 	}
 	fs.BoolVar(&o.allowPrivate, "allow-private-networks", allowDef,
 		"let app/function origins and webhook URLs be on loopback, private or link-local addresses (env PLATFORM_ALLOW_PRIVATE_NETWORKS)")
+	fs.BoolVar(&o.reusePort, "reuse-port", os.Getenv("PLATFORM_REUSE_PORT") == "true",
+		"edge: bind with SO_REUSEPORT so a new process takes over while this one drains (env PLATFORM_REUSE_PORT)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/svcplatform/platform/controlplane"
 	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/ai"
+	"github.com/svcplatform/platform/controlplane/media"
 	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/edge"
@@ -67,8 +68,9 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 		AllowPrivateNetworks: o.allowPrivate,
 		AI:                   aiCfg,
 		OwnAddrs:             ownAddrs(apiLn.Addr(), adminLn.Addr()),
-		Payments: payments.Config{PublicBaseURL: "http://" + apiLn.Addr().String(), Processor: o.payProcessor,
-			StripeKey: o.stripeKey, StripeBaseURL: o.stripeBaseURL},
+		APIBaseURL:           "http://" + apiLn.Addr().String(),
+		Payments:             payments.Config{Processor: o.payProcessor, StripeKey: o.stripeKey, StripeBaseURL: o.stripeBaseURL},
+		Media:                mediaConfig(o),
 	})
 	if err != nil {
 		apiLn.Close()
@@ -222,7 +224,11 @@ func edgeConfig(o options, log *slog.Logger, controlPlane, token string) (edge.C
 	cfg := edge.Config{
 		HTTPAddr: o.httpAddr, HTTPSAddr: o.httpsAddr, AppsDomain: o.appsDomain, DataDir: o.data,
 		ControlPlane: controlPlane, Token: token, GeoIP: o.geoip, Logger: log.With("component", "edge"),
-		Cache: cache.Config{MaxBytes: cacheBytes},
+		Cache:                cache.Config{MaxBytes: cacheBytes},
+		AllowPrivateNetworks: o.allowPrivate,
+		AccessLog:            o.accessLog,
+		ReusePort:            o.reusePort,
+		OwnListeners:         []string{o.apiAddr, o.adminAddr},
 	}
 	if o.trustedProxies != "" {
 		cfg.TrustedProxies = []string{o.trustedProxies}
@@ -330,4 +336,14 @@ func ownAddrs(addrs ...net.Addr) []netip.AddrPort {
 		}
 	}
 	return out
+}
+
+// mediaConfig turns on live channels when an RTMP address is set (nginx
+// with libnginx-mod-rtmp; without them live channels answer 503).
+func mediaConfig(o options) media.Config {
+	var c media.Config
+	if o.rtmpAddr != "" {
+		c.Live = &media.LiveConfig{Listen: o.rtmpAddr}
+	}
+	return c
 }

@@ -56,6 +56,8 @@ func New(t *testing.T, opts ...Options) *Env {
 		DataDir: t.TempDir(), AppsDomain: "apps.test", Clock: clk,
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Bootstrap: accounts.BootstrapConfig{WorkspaceName: "Test", OwnerEmail: "owner@example.com", Plan: o.Plan, Key: OwnerKey},
+		// Tests deploy origins and webhook receivers on loopback.
+		AllowPrivateNetworks: true,
 	}
 	if o.Configure != nil {
 		o.Configure(&cfg)

@@ -3,12 +3,15 @@ package deploys
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
 	"github.com/svcplatform/platform/controlplane/repos"
+	"github.com/svcplatform/platform/netguard"
+	"github.com/svcplatform/platform/rules"
 )
 
 // ManifestFile is the optional file in a repo's root that says what a
@@ -67,6 +70,12 @@ func (m *Manifest) Validate() error {
 			if err != nil {
 				return fmt.Errorf("%s: root: %v", ManifestFile, err)
 			}
+			// A root that is itself private (".git", ".ssh", "a/.git", any
+			// dot-directory or key store) would serve what the file guard
+			// keeps: .git/config with its credentials at /config.
+			if private, reason := rules.PrivateFile(root); private {
+				return fmt.Errorf("%s: root %q is private (%s): the file guard never serves it; name a public directory such as \"public\" or \"dist\"", ManifestFile, root, reason)
+			}
 			m.Root = root
 		}
 	case snapshot.KindApp, snapshot.KindFunction:
@@ -85,6 +94,57 @@ func (m *Manifest) Validate() error {
 		m.Origin = u.Scheme + "://" + strings.ToLower(u.Host)
 	default:
 		return fmt.Errorf("%s: kind %q is not static, app or function", ManifestFile, m.Kind)
+	}
+	return nil
+}
+
+// SitePath maps a file of the commit (its path from the repo root) to its
+// path in the site: under Root, without the Root prefix. It reports false
+// for a file outside Root, and for a private one, judged by the file
+// guard on its full repository path (Root included), so that neither a
+// private root nor a private directory above the served file is ever
+// published. For app and function manifests it reports false.
+func (m *Manifest) SitePath(repoPath string) (string, bool) {
+	if m.Kind != snapshot.KindStatic && m.Kind != "" {
+		return "", false
+	}
+	p := repoPath
+	if m.Root != "" {
+		rest, ok := strings.CutPrefix(repoPath, m.Root+"/")
+		if !ok {
+			return "", false
+		}
+		p = rest
+	}
+	if private, _ := rules.PrivateFile(repoPath); private {
+		return "", false
+	}
+	if private, _ := rules.PrivateFile(p); private {
+		return "", false
+	}
+	return p, true
+}
+
+// ErrPrivateOrigin is wrapped by CheckOrigin's refusal of an origin on a
+// loopback, private, link-local or reserved network, or on the platform's
+// own listeners (see package netguard).
+var ErrPrivateOrigin = netguard.ErrForbiddenAddress
+
+// CheckOrigin checks an app's or function's origin at deploy: unless
+// allowPrivate (--allow-private-networks), an origin whose host is, or
+// resolves to, a loopback, private, link-local or reserved address is
+// refused with an error that names the rule. It never connects, so it
+// does not tell whether a port answers there; the edge checks again at
+// every connection. A static manifest (no origin) passes.
+func (m *Manifest) CheckOrigin(allowPrivate bool) error {
+	if m.Origin == "" {
+		return nil
+	}
+	if err := netguard.CheckURL(m.Origin, allowPrivate); err != nil {
+		if errors.Is(err, netguard.ErrForbiddenAddress) {
+			return fmt.Errorf("%s: origin %s: %w (origins on internal networks are served only when the operator allows them with --allow-private-networks)", ManifestFile, m.Origin, err)
+		}
+		return fmt.Errorf("%s: origin %q: %w", ManifestFile, m.Origin, err)
 	}
 	return nil
 }

@@ -21,6 +21,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +40,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/repos"
 	"github.com/svcplatform/platform/controlplane/seal"
 	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/netguard"
 	"github.com/svcplatform/platform/rules"
 )
 
@@ -86,6 +89,11 @@ type Config struct {
 	// ProbeTimeout bounds the origin reachability check of apps and
 	// functions (DefaultProbeTimeout when 0).
 	ProbeTimeout time.Duration
+	// AllowPrivateNetworks lets app and function origins be on loopback,
+	// private or link-local addresses (--allow-private-networks).
+	AllowPrivateNetworks bool
+	// OwnAddrs are the platform's own listeners: never an origin.
+	OwnAddrs []netip.AddrPort
 }
 
 // DefaultProbeTimeout bounds one origin reachability check.
@@ -102,6 +110,8 @@ type Service struct {
 	mu     sync.Mutex
 	hook   func(deploymentID string)
 	health map[string]bool // deployment id -> origin answered at the last probe
+	// dialer probes origins under the same network rule as the edge.
+	dialer *net.Dialer
 }
 
 // New returns the service and marks deployments a restart interrupted as
@@ -110,7 +120,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.ProbeTimeout == 0 {
 		cfg.ProbeTimeout = DefaultProbeTimeout
 	}
-	s := &Service{cfg: cfg, health: map[string]bool{}}
+	s := &Service{cfg: cfg, health: map[string]bool{}, dialer: netguard.Dialer(cfg.AllowPrivateNetworks, cfg.OwnAddrs...)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.failInterrupted(ctx); err != nil {
 		return nil, err
@@ -188,6 +198,9 @@ func (s *Service) Deploy(ctx context.Context, pr *auth.Principal, repoID string,
 		return Deployment{}, err
 	}
 	m, err := s.manifest(snap.Files)
+	if err == nil {
+		err = m.CheckOrigin(s.cfg.AllowPrivateNetworks)
+	}
 	if err != nil {
 		return Deployment{}, api.E(api.KindInvalid, "invalid_manifest", "commit %d: %v", snap.Commit, err)
 	}
@@ -353,7 +366,7 @@ func (s *Service) buildAndGoLive(d *Deployment, p projects.Project, src source) 
 		}
 	} else {
 		b.logf("%s: requests are forwarded to %s", kindName(d.Kind), d.Origin)
-		if err := probe(ctx, d.Origin, s.cfg.ProbeTimeout); err != nil {
+		if err := probe(ctx, d.Origin, s.cfg.ProbeTimeout, s.dialer); err != nil {
 			b.logf("warning: origin %s does not answer yet (%v): visitors get 502 until it does", d.Origin, err)
 			s.setHealth(d.ID, false)
 		} else {
@@ -452,14 +465,18 @@ func (s *Service) staticFiles(b builder, src source) ([]fileOut, error) {
 			b.logf("%s: read as the deploy manifest, not served", ManifestFile)
 			continue
 		}
-		if root := src.manifest.Root; root != "" && src.kind == "repo" {
-			rest, ok := strings.CutPrefix(p, root+"/")
+		if src.kind == "repo" {
+			// The guard judges the full repository path: a file under a
+			// private directory is private whatever the root.
+			sp, ok := src.manifest.SitePath(f.Path)
 			if !ok {
+				if private, reason := rules.PrivateFile(f.Path); private {
+					b.logf("omitted private file %s (%s): the file guard answers 404 for it", f.Path, reason)
+				}
 				continue
 			}
-			p = rest
-		}
-		if private, reason := rules.PrivateFile(p); private {
+			p = sp
+		} else if private, reason := rules.PrivateFile(p); private {
 			b.logf("omitted private file %s (%s): the file guard answers 404 for it", p, reason)
 			continue
 		}

@@ -28,7 +28,7 @@ var (
 )
 
 // probe checks that origin accepts TCP connections.
-func probe(ctx context.Context, origin string, timeout time.Duration) error {
+func probe(ctx context.Context, origin string, timeout time.Duration, guard *net.Dialer) error {
 	u, err := url.Parse(origin)
 	if err != nil {
 		return err
@@ -40,7 +40,8 @@ func probe(ctx context.Context, origin string, timeout time.Duration) error {
 			port = "443"
 		}
 	}
-	d := net.Dialer{Timeout: timeout}
+	d := *guard
+	d.Timeout = timeout
 	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
 	if err != nil {
 		return err
@@ -72,7 +73,7 @@ func (s *Service) ProbeOrigins(ctx context.Context) error {
 	seen := make(map[string]bool, len(ds))
 	for _, d := range ds {
 		seen[d.ID] = true
-		s.setHealth(d.ID, probe(ctx, d.Origin, s.cfg.ProbeTimeout) == nil)
+		s.setHealth(d.ID, probe(ctx, d.Origin, s.cfg.ProbeTimeout, s.dialer) == nil)
 	}
 	s.mu.Lock()
 	for id := range s.health {
@@ -321,7 +322,7 @@ func Served(ctx context.Context, q store.Querier, sum string) (bool, error) {
 // EdgeSites returns every serving deployment with its file manifest, for
 // the edge snapshot (edgesync.Sources.Sites); the snapshot fills the slug.
 func EdgeSites(ctx context.Context, q store.Querier) ([]snapshot.Site, error) {
-	rows, err := q.QueryContext(ctx, `SELECT sv.project_id, d.workspace_id, d.id, d.kind, d.origin, d.commit_number, d.created_at,
+	rows, err := q.QueryContext(ctx, `SELECT sv.project_id, d.workspace_id, d.id, d.kind, d.origin, d.root, d.commit_number, d.created_at,
 		d.cdn_enabled, d.cdn_ttl, d.shield FROM project_serving sv
 		JOIN deployments d ON d.id = sv.deployment_id ORDER BY sv.project_id`)
 	if err != nil {
@@ -333,7 +334,7 @@ func EdgeSites(ctx context.Context, q store.Querier) ([]snapshot.Site, error) {
 		var st snapshot.Site
 		var created, sh string
 		dp := &st.Deployment
-		if err := rows.Scan(&st.ProjectID, &st.WorkspaceID, &dp.ID, &dp.Kind, &dp.Origin, &dp.Commit, &created,
+		if err := rows.Scan(&st.ProjectID, &st.WorkspaceID, &dp.ID, &dp.Kind, &dp.Origin, &dp.Root, &dp.Commit, &created,
 			&dp.CDN.Enabled, &dp.CDN.CacheTTLSeconds, &sh); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("deploys: edge sites: %w", err)

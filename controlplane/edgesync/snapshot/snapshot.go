@@ -99,7 +99,21 @@ type Deployment struct {
 	// Files is the static file manifest sorted by Path (static sites only;
 	// private files were omitted at deploy by the file guard).
 	Files []File `json:"files,omitempty"`
+	// Root is the static site's root inside the repository ("" for the
+	// repository root): the edge's file guard judges root+path, so a root
+	// that is itself private serves nothing.
+	Root string `json:"root,omitempty"`
+	// Managed marks an origin that is a process the platform runs for this
+	// deployment: it is reachable on loopback whatever the private-network
+	// rule says (never the platform's own listeners).
+	Managed bool `json:"managed,omitempty"`
 }
+
+// StaticRoot is the static site's root inside the repository.
+func (d *Deployment) StaticRoot() string { return d.Root }
+
+// ManagedOrigin reports whether the origin is a process the platform runs.
+func (d *Deployment) ManagedOrigin() bool { return d.Managed }
 
 // File is one deployed static file.
 type File struct {

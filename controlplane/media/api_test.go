@@ -1,0 +1,233 @@
+package media
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/plans"
+)
+
+func TestCreateRefusals(t *testing.T) {
+	e := newEnv(t, plans.Pro, Config{NoWorkers: true})
+	hobby := newEnv(t, plans.Hobby, Config{NoWorkers: true})
+	for _, tc := range []struct {
+		name   string
+		env    *env
+		body   map[string]any
+		status int
+		code   string
+	}{
+		{"image", e, map[string]any{"name": "a", "kind": "image"}, 501, "kind_not_supported"},
+		{"audio", e, map[string]any{"name": "a", "kind": "audio"}, 501, "kind_not_supported"},
+		{"unknown kind", e, map[string]any{"name": "a", "kind": "gif"}, 400, "invalid_request"},
+		{"no kind", e, map[string]any{"name": "a"}, 400, "invalid_request"},
+		{"no name", e, map[string]any{"kind": "video"}, 400, "invalid_request"},
+		{"long name", e, map[string]any{"name": strings.Repeat("n", MaxNameLen+1), "kind": "video"}, 400, "invalid_request"},
+		{"unknown field", e, map[string]any{"name": "a", "kind": "video", "x": 1}, 400, "unknown_field"},
+		{"live without an RTMP server", e, map[string]any{"name": "a", "kind": "live"}, 503, "live_unavailable"},
+		{"hobby has no media", hobby, map[string]any{"name": "a", "kind": "video"}, 402, "plan_limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.env.do(ownerKey, "POST", "/api/projects/"+tc.env.project+"/media", tc.body)
+			if r.status != tc.status || r.code() != tc.code {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			if tc.code == "plan_limit" && !strings.Contains(string(r.body), `"required_plan":"pro"`) {
+				t.Fatalf("no required_plan: %s", r.body)
+			}
+			if n, _ := tc.env.svc.Count(context.Background(), tc.env.project); n != 0 {
+				t.Fatalf("%d assets stored after a refusal", n)
+			}
+		})
+	}
+}
+
+func TestPlanLimit(t *testing.T) {
+	for _, tc := range []struct {
+		plan       plans.Name
+		held, want int
+		refused    bool
+		required   string
+	}{
+		{plans.Hobby, 0, 1, true, "pro"},
+		{plans.Pro, 99, 100, false, ""},
+		{plans.Pro, 100, 101, true, "scale"},
+		{plans.Pro, 150, 150, true, "scale"}, // still holding assets of a richer plan
+		{plans.Enterprise, 999, 1000, false, ""},
+		{plans.Enterprise, 1000, 1001, true, ""},
+	} {
+		err := planLimit(tc.plan, tc.held, tc.want, KindVideo)
+		if (err != nil) != tc.refused {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		if err != nil && tc.required != "" && !strings.Contains(errFields(err), tc.required) {
+			t.Fatalf("%+v: fields %s", tc, errFields(err))
+		}
+	}
+}
+
+func errFields(err error) string {
+	return fmt.Sprint(api.AsError(err).Fields)
+}
+
+func TestUploadRefusals(t *testing.T) {
+	e := newEnv(t, plans.Pro, Config{NoWorkers: true, MaxUploadBytes: 1000})
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small.bin")
+	os.WriteFile(small, bytes.Repeat([]byte("x"), 500), 0o644)
+	big := filepath.Join(dir, "big.bin")
+	os.WriteFile(big, bytes.Repeat([]byte("x"), 5000), 0o644)
+	empty := filepath.Join(dir, "empty.bin")
+	os.WriteFile(empty, nil, 0o644)
+
+	t.Run("expired URL gets a fresh one", func(t *testing.T) {
+		id, up := e.createVideo("expiring")
+		e.clock.Advance(DefaultUploadTTL + time.Minute)
+		if r := e.upload(up, "file", small); r.status != 410 || r.code() != "upload_url_expired" {
+			t.Fatalf("expired: %d %s", r.status, r.body)
+		}
+		var ua UploadAnswer
+		e.must(200, ownerKey, "POST", "/api/media/"+id+"/upload", nil).json(t, &ua)
+		if ua.UploadURL == up || !ua.ExpiresAt.After(e.clock.Now()) {
+			t.Fatalf("fresh: %+v", ua)
+		}
+		if r := e.upload(up, "file", small); r.status != 404 || r.code() != "upload_url_unknown" {
+			t.Fatalf("replaced URL: %d %s", r.status, r.body)
+		}
+		if r := e.upload(ua.UploadURL, "file", small); r.status != 201 {
+			t.Fatalf("fresh URL: %d %s", r.status, r.body)
+		}
+		if a := e.asset(id); a.Status != StatusProcessing || a.Size != 500 {
+			t.Fatalf("asset %+v", a)
+		}
+	})
+	for _, tc := range []struct {
+		name, field, file string
+		status            int
+		code              string
+	}{
+		{"too large", "file", big, 413, "file_too_large"},
+		{"no file field", "video", small, 400, "invalid_request"},
+		{"empty file", "file", empty, 400, "invalid_request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, up := e.createVideo(tc.name)
+			if r := e.upload(up, tc.field, tc.file); r.status != tc.status || r.code() != tc.code {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			// The URL is used up, nothing arrived: the video still waits and
+			// a fresh URL is issued.
+			if a := e.asset(id); a.Status != StatusPendingUpload || a.Size != 0 {
+				t.Fatalf("asset %+v", a)
+			}
+			if r := e.upload(up, "file", small); r.status != 410 || r.code() != "upload_url_used" {
+				t.Fatalf("reuse: %d %s", r.status, r.body)
+			}
+			e.must(200, ownerKey, "POST", "/api/media/"+id+"/upload", nil)
+			if _, err := os.Stat(filepath.Join(e.svc.assetDir(id), "source.part")); !os.IsNotExist(err) {
+				t.Fatalf("partial file kept: %v", err)
+			}
+		})
+	}
+	t.Run("not multipart", func(t *testing.T) {
+		_, up := e.createVideo("json")
+		if r := e.do("", "POST", up, map[string]any{"file": "x"}); r.status != 400 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		// Refused before use: the URL still works.
+		if r := e.upload(up, "file", small); r.status != 201 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	})
+	t.Run("unknown token", func(t *testing.T) {
+		for _, tok := range []string{"nope", strings.Repeat("A", 43)} {
+			if r := e.upload(e.srv.URL+"/media/uploads/"+tok, "file", small); r.status != 404 {
+				t.Fatalf("%s: %d %s", tok, r.status, r.body)
+			}
+		}
+	})
+	t.Run("multipart body over the route limit", func(t *testing.T) {
+		_, up := e.createVideo("huge")
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		w, _ := mw.CreateFormField("padding")
+		w.Write(bytes.Repeat([]byte("p"), int(e.svc.MaxUploadBody())+10))
+		mw.Close()
+		req, _ := http.NewRequest("POST", up, &buf)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		if r := e.send(req); r.status != 413 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	})
+}
+
+func TestAccessAndSecrets(t *testing.T) {
+	e := newEnv(t, plans.Pro, Config{NoWorkers: true})
+	id, _ := e.createVideo("v")
+	other := e.newProject("other")
+	readOnly, otherKey := e.key("read_only", ""), e.key("full", other)
+	for _, tc := range []struct {
+		name, key, method, path string
+		status                  int
+	}{
+		{"read-only key reads", readOnly, "GET", "/api/media/" + id, 200},
+		{"read-only key gets no upload URL", readOnly, "POST", "/api/media/" + id + "/upload", 403},
+		{"read-only key creates nothing", readOnly, "POST", "/api/projects/" + e.project + "/media", 403},
+		{"other project's key", otherKey, "GET", "/api/media/" + id, 403},
+		{"no key", "", "GET", "/api/media/" + id, 401},
+		{"unknown asset", ownerKey, "GET", "/api/media/med_00000000000000000000", 404},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var body any
+			if strings.HasSuffix(tc.path, "/media") {
+				body = map[string]any{"name": "x", "kind": "video"}
+			}
+			if r := e.do(tc.key, tc.method, tc.path, body); r.status != tc.status {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+		})
+	}
+	// Roles: viewers never see upload URLs or stream keys.
+	viewer := &auth.Principal{WorkspaceID: e.owner.WorkspaceID, MemberID: e.owner.MemberID, Role: auth.Viewer, KeyID: "k"}
+	if _, _, err := e.svc.NewUploadURL(context.Background(), viewer, id); err == nil {
+		t.Fatal("viewer got an upload URL")
+	}
+	dev := &auth.Principal{WorkspaceID: e.owner.WorkspaceID, MemberID: e.owner.MemberID, Role: auth.Developer, KeyID: "k"}
+	if _, u, err := e.svc.NewUploadURL(context.Background(), dev, id); err != nil || u.URL == "" {
+		t.Fatalf("developer: %v", err)
+	}
+}
+
+func TestTeardownAndCount(t *testing.T) {
+	needTools(t, "ffmpeg", "ffprobe")
+	e := newEnv(t, plans.Pro, Config{NoWorkers: true})
+	id, up := e.createVideo("v")
+	e.upload(up, "file", clip(t, t.TempDir()))
+	if err := e.svc.Process(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	e.createVideo("w")
+	if n, _ := e.svc.Count(context.Background(), e.project); n != 2 {
+		t.Fatalf("count %d", n)
+	}
+	if err := e.projects.Delete(context.Background(), e.owner, e.project); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := e.svc.Count(context.Background(), e.project); n != 0 {
+		t.Fatalf("count after delete %d", n)
+	}
+	if _, err := os.Stat(e.svc.assetDir(id)); !os.IsNotExist(err) {
+		t.Fatalf("files kept: %v", err)
+	}
+	e.must(404, "", "GET", "/media/"+id+"/master.m3u8", nil)
+}

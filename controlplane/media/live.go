@@ -1,0 +1,280 @@
+package media
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+
+	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/controlplane/audit"
+	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/media/rtmp"
+)
+
+// LiveConfig configures live channels: the RTMP server the platform runs.
+type LiveConfig struct {
+	// Listen is the RTMP address nginx listens on (127.0.0.1:1935 when empty).
+	Listen string `json:"listen"`
+	// IngestURL is what publishers are told (rtmp://<Listen>/live when empty).
+	IngestURL string `json:"ingestUrl"`
+	// NotifyBaseURL is how nginx reaches the control plane's API for its
+	// callbacks, e.g. http://127.0.0.1:7070 (required).
+	NotifyBaseURL string `json:"notifyBaseUrl"`
+	// Nginx and Module locate the programs (found on PATH / Debian's path when empty).
+	Nginx  string `json:"nginx"`
+	Module string `json:"module"`
+	// UpdateSeconds is how often running publishers are re-checked, which
+	// bounds how long end-stream takes to cut one (2 when 0).
+	UpdateSeconds int `json:"updateSeconds"`
+}
+
+// livePlaylist is a live channel's HLS playlist name.
+const livePlaylist = "index.m3u8"
+
+// liveServer is the running RTMP server, or why there is none.
+type liveServer struct {
+	cfg    LiveConfig
+	rc     rtmp.Config
+	srv    *rtmp.Server
+	err    error
+	secret string
+}
+
+// newLiveServer starts nginx; a missing package is not an error here
+// (video works without it) but makes live creates answer 503.
+func newLiveServer(s *Service, c LiveConfig) (*liveServer, error) {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:1935"
+	}
+	if c.IngestURL == "" {
+		c.IngestURL = "rtmp://" + c.Listen + "/" + rtmp.App
+	}
+	if c.NotifyBaseURL == "" {
+		return nil, errors.New("media: live needs the API's base URL for the RTMP server's callbacks")
+	}
+	var b [32]byte
+	rand.Read(b[:])
+	ls := &liveServer{cfg: c, secret: hex.EncodeToString(b[:])}
+	ls.rc = rtmp.Config{Nginx: c.Nginx, Module: c.Module, Dir: filepath.Join(s.cfg.Dir, "live"), Listen: c.Listen,
+		Notify: strings.TrimRight(c.NotifyBaseURL, "/") + "/media/live/hooks/" + ls.secret, UpdateSeconds: c.UpdateSeconds, Logger: s.d.Logger}
+	srv, err := rtmp.Start(context.Background(), ls.rc)
+	if errors.Is(err, rtmp.ErrMissing) {
+		ls.err = err
+		s.d.Logger.Warn("media: live channels unavailable", "err", err)
+		return ls, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("media: live: %w", err)
+	}
+	ls.srv = srv
+	return ls, nil
+}
+
+func (ls *liveServer) hlsDir() string              { return ls.rc.HLSDir() }
+func (ls *liveServer) channelDir(id string) string { return filepath.Join(ls.rc.HLSDir(), id) }
+func (ls *liveServer) close() error {
+	if ls.srv != nil {
+		return ls.srv.Close()
+	}
+	return nil
+}
+
+// ErrLiveUnavailable answers live requests on a platform without an RTMP server.
+var ErrLiveUnavailable = api.E(api.KindUnavailable, "live_unavailable",
+	"live channels need the Debian packages nginx and libnginx-mod-rtmp on the platform's host")
+
+// liveAvailable is nil when live channels can be created.
+func (s *Service) liveAvailable() error {
+	if s.live == nil {
+		return ErrLiveUnavailable
+	}
+	if s.live.err != nil {
+		return ErrLiveUnavailable.Wrap(s.live.err)
+	}
+	return nil
+}
+
+func (s *Service) ingestURL() string {
+	if s.live == nil {
+		return ""
+	}
+	return s.live.cfg.IngestURL
+}
+
+// newStreamKey returns a key, its sealed form and its hash.
+func (s *Service) newStreamKey(id string) (string, []byte, string, error) {
+	if s.d.Sealer == nil {
+		return "", nil, "", api.Internal(errors.New("media: no sealer for stream keys"))
+	}
+	var b [32]byte
+	rand.Read(b[:])
+	key := "sk_" + base64.RawURLEncoding.EncodeToString(b[:])
+	return key, s.d.Sealer.Seal([]byte(key), []byte("media-stream-key\x00"+id)), hashKey(key), nil
+}
+
+func hashKey(key string) string {
+	h := sha256.Sum256([]byte("media-stream-key\x00" + key))
+	return hex.EncodeToString(h[:])
+}
+
+func (s *Service) openStreamKey(r record) (string, error) {
+	if s.d.Sealer == nil || len(r.StreamKeySealed) == 0 {
+		return "", errors.New("media: no stream key")
+	}
+	b, err := s.d.Sealer.Open(r.StreamKeySealed, []byte("media-stream-key\x00"+r.ID))
+	return string(b), err
+}
+
+// ActionRequest is the body of PATCH /api/media/{id}.
+type ActionRequest struct {
+	// Action is go-live or end-stream.
+	Action string `json:"action"`
+}
+
+// Action runs go-live (the stream key is accepted from now on) or
+// end-stream (publishers are cut within UpdateSeconds and the key refused).
+// Going live checks the plan; ending never does.
+func (s *Service) Action(ctx context.Context, p *auth.Principal, id string, req ActionRequest) (Asset, error) {
+	var next string
+	switch req.Action {
+	case "go-live":
+		next = StatusLive
+	case "end-stream":
+		next = StatusEnded
+	case "":
+		return Asset{}, api.Invalid("action is required: go-live or end-stream")
+	default:
+		return Asset{}, api.Invalid("action must be go-live or end-stream, not %q", req.Action)
+	}
+	r, err := s.load(ctx, p, id, auth.OpMediaWrite)
+	if err != nil {
+		return Asset{}, err
+	}
+	if r.Kind != KindLive {
+		return Asset{}, api.Conflict("not_live", "%s applies to live channels; this is a video", req.Action)
+	}
+	if next == StatusLive {
+		if err := s.d.Projects.RequireActive(ctx, r.Project); err != nil {
+			return Asset{}, err
+		}
+		if err := s.liveAvailable(); err != nil {
+			return Asset{}, err
+		}
+	}
+	if r.Status == next {
+		return s.view(r, canSeeSecrets(p, r.Project)), nil
+	}
+	now := s.d.Clock.Now()
+	plan := s.d.Plans.Plan(ctx, p.WorkspaceID)
+	err = s.d.DB.Tx(ctx, func(tx *sql.Tx) error {
+		if next == StatusLive {
+			n, err := countWorkspace(ctx, tx, p.WorkspaceID)
+			if err != nil {
+				return err
+			}
+			if err := planLimit(plan, n, n, KindLive); err != nil {
+				return err
+			}
+		}
+		set := map[string]any{"status": next, "updated_at": now}
+		if next == StatusLive {
+			set["live_since"] = now
+		}
+		if _, err := update(ctx, tx, id, set, ""); err != nil {
+			return err
+		}
+		return s.d.Audit.Record(ctx, tx, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "media." + req.Action, Category: audit.CategoryData,
+			TargetType: "media", TargetID: id, ProjectID: r.Project, Summary: fmt.Sprintf("%s on live channel %s", req.Action, r.Name)})
+	})
+	if err != nil {
+		return Asset{}, err
+	}
+	r.Status, r.UpdatedAt = next, now
+	return s.view(r, canSeeSecrets(p, r.Project)), nil
+}
+
+// Hook answers the RTMP server's callbacks (form posts of nginx-rtmp):
+// publish accepts a live channel's stream key and renames the stream to
+// the channel id (a 302 whose Location is the new name) so no playback
+// path holds the key; update keeps a publisher only while its channel is
+// live; done is acknowledged. Anything refused gets 403, which makes nginx
+// drop the publisher.
+func (s *Service) Hook(w http.ResponseWriter, r *http.Request, secret, event string) error {
+	if s.live == nil || subtle.ConstantTimeCompare([]byte(secret), []byte(s.live.secret)) != 1 {
+		return api.NotFound("hook")
+	}
+	if err := r.ParseForm(); err != nil {
+		return api.Invalid("bad callback form: %v", err)
+	}
+	name := r.PostForm.Get("name")
+	ctx := r.Context()
+	deny := func(why string) error {
+		s.d.Logger.Info("media: publish refused", "event", event, "why", why, "addr", r.PostForm.Get("addr"))
+		w.WriteHeader(http.StatusForbidden)
+		return nil
+	}
+	switch event {
+	case "publish":
+		if r.PostForm.Get("app") != rtmp.App || !strings.HasPrefix(name, "sk_") {
+			return deny("not a stream key")
+		}
+		rs, err := queryRecords(ctx, s.d.DB, `stream_key_hash = ? AND kind = ?`, hashKey(name), KindLive)
+		if err != nil {
+			return err
+		}
+		if len(rs) != 1 {
+			return deny("unknown stream key")
+		}
+		if rs[0].Status != StatusLive {
+			return deny("channel not live")
+		}
+		// Relay into the HLS application under the channel id.
+		w.Header().Set("Location", "rtmp://"+s.live.cfg.Listen+"/"+rtmp.HLSApp+"/"+rs[0].ID+"?relay="+s.live.secret)
+		w.WriteHeader(http.StatusFound)
+		return nil
+	case "relay":
+		// Only the ingest application's relay (carrying the secret) may
+		// publish into the HLS application, for a live channel.
+		if r.PostForm.Get("app") != rtmp.HLSApp || subtle.ConstantTimeCompare([]byte(r.Form.Get("relay")), []byte(s.live.secret)) != 1 || !validID(name) {
+			return deny("not the platform's relay")
+		}
+		rs, err := queryRecords(ctx, s.d.DB, `id = ? AND kind = ?`, name, KindLive)
+		if err != nil {
+			return err
+		}
+		if len(rs) != 1 || rs[0].Status != StatusLive {
+			return deny("channel not live")
+		}
+		w.WriteHeader(http.StatusOK)
+		return nil
+	case "update":
+		var rs []record
+		var err error
+		if strings.HasPrefix(name, "sk_") {
+			rs, err = queryRecords(ctx, s.d.DB, `stream_key_hash = ? AND kind = ?`, hashKey(name), KindLive)
+		} else if validID(name) {
+			rs, err = queryRecords(ctx, s.d.DB, `id = ? AND kind = ?`, name, KindLive)
+		}
+		if err != nil {
+			return err
+		}
+		if len(rs) != 1 || rs[0].Status != StatusLive {
+			return deny("channel no longer live")
+		}
+		w.WriteHeader(http.StatusOK)
+		return nil
+	case "done":
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	return api.NotFound("hook")
+}

@@ -1,0 +1,136 @@
+package media
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svcplatform/platform/controlplane/media/rtmp"
+	"github.com/svcplatform/platform/controlplane/plans"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// publish starts ffmpeg sending a test pattern to url; the channel gets
+// its exit error.
+func publish(t *testing.T, url string) (*exec.Cmd, chan error) {
+	t.Helper()
+	cmd := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-re",
+		"-f", "lavfi", "-i", "testsrc=size=160x120:rate=10", "-f", "lavfi", "-i", "sine=frequency=440",
+		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "10", "-pix_fmt", "yuv420p",
+		"-c:a", "aac", "-t", "120", "-f", "flv", url)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	exited := make(chan struct{})
+	go func() {
+		done <- cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	return cmd, done
+}
+
+func TestLiveChannel(t *testing.T) {
+	needTools(t, "ffmpeg", "nginx")
+	var probe rtmp.Config
+	if err := probe.Find(); err != nil {
+		t.Skipf("%v: apt-get install nginx libnginx-mod-rtmp", err)
+	}
+	e := newEnv(t, plans.Pro, Config{NoWorkers: true, Live: &LiveConfig{Listen: freeAddr(t), UpdateSeconds: 1}})
+	var c Created
+	e.must(201, ownerKey, "POST", "/api/projects/"+e.project+"/media", map[string]any{"name": "Show", "kind": "live"}).json(t, &c)
+	if c.Asset.Status != StatusIdle || !strings.HasPrefix(c.StreamKey, "sk_") || !strings.HasPrefix(c.IngestURL, "rtmp://") {
+		t.Fatalf("created %+v", c)
+	}
+	id := c.Asset.ID
+	// The stream key is readable by the owner, not by a read-only key.
+	if a := e.asset(id); a.StreamKey != c.StreamKey || a.IngestURL != c.IngestURL {
+		t.Fatalf("owner read %+v", a)
+	}
+	var ro AssetAnswer
+	e.must(200, e.key("read_only", ""), "GET", "/api/media/"+id, nil).json(t, &ro)
+	if ro.Asset.StreamKey != "" || ro.Asset.IngestURL != "" {
+		t.Fatalf("read-only key sees %+v", ro.Asset)
+	}
+
+	refused := func(name, url string) {
+		t.Helper()
+		_, done := publish(t, url)
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatalf("%s: publisher ended cleanly", name)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: publisher was not refused", name)
+		}
+	}
+	refused("idle channel", c.IngestURL+"/"+c.StreamKey)
+	var a AssetAnswer
+	e.must(200, ownerKey, "PATCH", "/api/media/"+id, map[string]any{"action": "go-live"}).json(t, &a)
+	if a.Asset.Status != StatusLive {
+		t.Fatalf("go-live %+v", a.Asset)
+	}
+	refused("wrong key", c.IngestURL+"/sk_"+strings.Repeat("A", 43))
+	refused("channel id as key", c.IngestURL+"/"+id)
+	refused("straight into the HLS application", strings.Replace(c.IngestURL, "/live", "/hls", 1)+"/"+id)
+
+	_, done := publish(t, c.IngestURL+"/"+c.StreamKey)
+	// Live HLS appears under the channel id, never the key.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := e.do("", "GET", "/media/"+id+"/index.m3u8", nil)
+		if r.status == 200 && strings.Contains(string(r.body), ".ts") {
+			if strings.Contains(string(r.body), c.StreamKey) {
+				t.Fatal("playlist holds the stream key")
+			}
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("publisher with the right key ended: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			files, _ := exec.Command("find", filepath.Join(e.dir, "media", "live")).CombinedOutput()
+			logb, _ := os.ReadFile(filepath.Join(e.dir, "media", "live", "error.log"))
+			t.Fatalf("no live playlist: %d %s\n%s\n%s", r.status, r.body, files, logb)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// end-stream cuts the publisher.
+	e.must(200, ownerKey, "PATCH", "/api/media/"+id, map[string]any{"action": "end-stream"})
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("end-stream did not cut the publisher")
+	}
+	for _, tc := range []struct{ action, code string }{{"", "invalid_request"}, {"pause", "invalid_request"}} {
+		if r := e.do(ownerKey, "PATCH", "/api/media/"+id, map[string]any{"action": tc.action}); r.status != 400 {
+			t.Fatalf("%q: %d", tc.action, r.status)
+		}
+	}
+	// Live channels go with their project.
+	if err := e.projects.Delete(context.Background(), e.owner, e.project); err != nil {
+		t.Fatal(err)
+	}
+	e.must(404, ownerKey, "GET", "/api/media/"+id, nil)
+}

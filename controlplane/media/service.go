@@ -1,0 +1,221 @@
+// Package media is the media area: video assets uploaded once to a one-time
+// URL, processed with Debian's ffmpeg into adaptive HLS (a 360p/720p ladder
+// capped at the source height, a master playlist and a poster) and played
+// from the platform; and live channels whose RTMP ingest is checked against
+// a stream key. Processing runs in a bounded pool of low-priority workers;
+// an interrupted job resumes at the next start or fails clearly.
+package media
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/svcplatform/platform/controlplane/audit"
+	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/media/transcode"
+	"github.com/svcplatform/platform/controlplane/metering"
+	"github.com/svcplatform/platform/controlplane/plans"
+	"github.com/svcplatform/platform/controlplane/projects"
+	"github.com/svcplatform/platform/controlplane/seal"
+	"github.com/svcplatform/platform/controlplane/store"
+)
+
+// Limits and defaults (the spec gives the hour; the rest are ours).
+const (
+	// MaxDuration is the longest video accepted (spec: 1 hour per upload).
+	MaxDuration = time.Hour
+	// DefaultMaxUploadBytes bounds one uploaded file (ours: 4 GiB).
+	DefaultMaxUploadBytes int64 = 4 << 30
+	// DefaultUploadTTL is how long an upload URL may be started (ours: 1 hour).
+	DefaultUploadTTL = time.Hour
+	// DefaultWorkers is how many videos are processed at once.
+	DefaultWorkers = 1
+	// MaxAttempts is how many times processing of one video is started
+	// (a restart interrupts one) before it fails.
+	MaxAttempts = 3
+	// MaxNameLen bounds an asset name.
+	MaxNameLen = 200
+	// multipartSlack is the request body allowed beyond the file itself.
+	multipartSlack = 1 << 20
+)
+
+// Config is the area's configuration.
+type Config struct {
+	// Dir holds the uploads and HLS output (DataDir/media).
+	Dir string `json:"dir"`
+	// PublicBaseURL is the API's base URL that upload URLs start with.
+	PublicBaseURL string `json:"publicBaseUrl"`
+	// PlaybackBaseURL is the base URL of playback URLs (PublicBaseURL when
+	// empty; the edge may be put in front).
+	PlaybackBaseURL string `json:"playbackBaseUrl"`
+	// Workers is how many videos are processed at once (DefaultWorkers when 0).
+	Workers int `json:"workers"`
+	// MaxUploadBytes bounds one uploaded file (DefaultMaxUploadBytes when 0).
+	MaxUploadBytes int64 `json:"maxUploadBytes"`
+	// UploadTTL is how long an upload URL may be started (DefaultUploadTTL when 0).
+	UploadTTL time.Duration `json:"uploadTtl"`
+	// SegmentSeconds is the HLS segment length, 2-6 (4 when 0).
+	SegmentSeconds int `json:"segmentSeconds"`
+	// RescanEvery is how often workers look for processing videos besides
+	// being woken by an upload (30 s when 0).
+	RescanEvery time.Duration `json:"rescanEvery"`
+	// NoWorkers starts no pool: a job runner calls Process (tests, too).
+	NoWorkers bool `json:"noWorkers"`
+	// Live configures live channels (nil: live channels answer 503).
+	Live *LiveConfig `json:"live,omitempty"`
+}
+
+// Provision fills defaults.
+func (c *Config) Provision() {
+	c.PublicBaseURL = strings.TrimRight(c.PublicBaseURL, "/")
+	if c.PlaybackBaseURL == "" {
+		c.PlaybackBaseURL = c.PublicBaseURL
+	}
+	c.PlaybackBaseURL = strings.TrimRight(c.PlaybackBaseURL, "/")
+	if c.Workers <= 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.MaxUploadBytes <= 0 {
+		c.MaxUploadBytes = DefaultMaxUploadBytes
+	}
+	if c.UploadTTL <= 0 {
+		c.UploadTTL = DefaultUploadTTL
+	}
+	if c.SegmentSeconds == 0 {
+		c.SegmentSeconds = transcode.DefaultSegmentSeconds
+	}
+	if c.RescanEvery <= 0 {
+		c.RescanEvery = 30 * time.Second
+	}
+}
+
+// Validate checks a provisioned configuration.
+func (c Config) Validate() error {
+	switch {
+	case c.Dir == "":
+		return errors.New("media: no directory")
+	case c.PublicBaseURL == "":
+		return errors.New("media: no public base URL for upload URLs")
+	case c.SegmentSeconds < 2 || c.SegmentSeconds > 6:
+		return fmt.Errorf("media: segment length %d s outside 2-6 s", c.SegmentSeconds)
+	}
+	return nil
+}
+
+// Projects is what the area needs of the projects area.
+type Projects interface {
+	// Get returns a project of the workspace (404 for another's or none).
+	Get(ctx context.Context, workspace, id string) (projects.Project, error)
+	// RequireActive refuses changes to a project whose deletion failed.
+	RequireActive(ctx context.Context, projectID string) error
+}
+
+// Plans tells a workspace's plan.
+type Plans interface {
+	Plan(ctx context.Context, workspace string) plans.Name
+}
+
+// Deps are the core services the area is built on.
+type Deps struct {
+	// DB is the metadata database.
+	DB *store.DB
+	// Clock tells the time of records, URL expiry and usage.
+	Clock clock.Clock
+	// Audit records creates, live control and deletes.
+	Audit *audit.Log
+	// Meter receives stored bytes and minutes processed.
+	Meter metering.Recorder
+	// Projects says which projects exist and accept changes.
+	Projects Projects
+	// Plans tells each workspace's plan (media asset limits).
+	Plans Plans
+	// Sealer seals live stream keys so developers can read them back.
+	Sealer *seal.Sealer
+	// Logger receives what goes wrong in the background.
+	Logger *slog.Logger
+}
+
+// Service is the media area.
+type Service struct {
+	cfg   Config
+	d     Deps
+	tools transcode.Tools
+	// toolsErr is why processing cannot run (ffmpeg missing).
+	toolsErr error
+	live     *liveServer
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	kick   chan struct{}
+	queue  chan string
+	wg     sync.WaitGroup
+
+	mu sync.Mutex
+	// running maps a video being processed to the cancel of its job.
+	running map[string]context.CancelFunc
+	// receiving are videos whose file is arriving now.
+	receiving map[string]bool
+
+	closeOnce sync.Once
+}
+
+// New builds the area, creating its directory, and (unless cfg.NoWorkers)
+// starts the processing pool, which resumes videos left processing.
+func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
+	cfg.Provision()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if d.DB == nil || d.Clock == nil || d.Audit == nil || d.Projects == nil || d.Plans == nil {
+		return nil, errors.New("media: missing dependencies")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "assets"), 0o755); err != nil {
+		return nil, fmt.Errorf("media: %w", err)
+	}
+	s := &Service{cfg: cfg, d: d, kick: make(chan struct{}, 1), queue: make(chan string),
+		running: map[string]context.CancelFunc{}, receiving: map[string]bool{}}
+	s.tools, s.toolsErr = transcode.Find()
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if cfg.Live != nil {
+		ls, err := newLiveServer(s, *cfg.Live)
+		if err != nil {
+			s.cancel()
+			return nil, err
+		}
+		s.live = ls
+	}
+	if !cfg.NoWorkers {
+		s.startPool()
+	}
+	return s, nil
+}
+
+// Close stops the pool (interrupted videos resume at the next start) and
+// the live server.
+func (s *Service) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.cancel()
+		s.wg.Wait()
+		if s.live != nil {
+			err = s.live.close()
+		}
+	})
+	return err
+}
+
+// assetDir is where a video's files live.
+func (s *Service) assetDir(id string) string { return filepath.Join(s.cfg.Dir, "assets", id) }
+
+// MaxUploadBody is the request-body limit of the upload route.
+func (s *Service) MaxUploadBody() int64 { return s.cfg.MaxUploadBytes + multipartSlack }

@@ -1,0 +1,98 @@
+// Command app is the example server app the runtime tests build and run:
+// it listens on $PORT, answers /health, shows its environment, and has
+// routes that crash it and that probe the sandbox (read a file, connect to
+// an address). Run with the argument "worker" it is a worker program: no
+// port, a line on stdout per line it reads from a file in its directory.
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "worker" {
+		worker()
+		return
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/env", func(w http.ResponseWriter, r *http.Request) {
+		k := r.URL.Query().Get("k")
+		if k == "" {
+			fmt.Fprint(w, strings.Join(os.Environ(), "\n"))
+			return
+		}
+		v, ok := os.LookupEnv(k)
+		if !ok {
+			http.Error(w, "unset", http.StatusNotFound)
+			return
+		}
+		fmt.Fprint(w, v)
+	})
+	mux.HandleFunc("/crash", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(os.Stderr, "crashing on request")
+		os.Exit(3)
+	})
+	mux.HandleFunc("/read", func(w http.ResponseWriter, r *http.Request) {
+		b, err := os.ReadFile(r.URL.Query().Get("path"))
+		if err != nil {
+			http.Error(w, "refused: "+err.Error(), http.StatusForbidden)
+			return
+		}
+		w.Write(b)
+	})
+	mux.HandleFunc("/write", func(w http.ResponseWriter, r *http.Request) {
+		if err := os.WriteFile(r.URL.Query().Get("path"), []byte("x"), 0o644); err != nil {
+			http.Error(w, "refused: "+err.Error(), http.StatusForbidden)
+			return
+		}
+		fmt.Fprint(w, "written")
+	})
+	mux.HandleFunc("/dial", func(w http.ResponseWriter, r *http.Request) {
+		c, err := net.DialTimeout("tcp", r.URL.Query().Get("addr"), 2*time.Second)
+		if err != nil {
+			http.Error(w, "refused: "+err.Error(), http.StatusForbidden)
+			return
+		}
+		c.Close()
+		fmt.Fprint(w, "connected")
+	})
+	mux.HandleFunc("/id", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "uid=%d pid=%d", os.Getuid(), os.Getpid())
+	})
+	mux.HandleFunc("/alloc", func(w http.ResponseWriter, r *http.Request) {
+		b := make([]byte, 2<<30)
+		for i := range b {
+			b[i] = 1
+		}
+		fmt.Fprint(w, len(b))
+	})
+	fmt.Println("listening on", os.Getenv("PORT"))
+	srv := &http.Server{Addr: "127.0.0.1:" + os.Getenv("PORT"), Handler: mux}
+	go func() {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM)
+		<-ch
+		fmt.Println("draining")
+		srv.Close()
+	}()
+	if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func worker() {
+	fmt.Println("worker started for", os.Getenv("SERVICE_PROJECT_ID"))
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM)
+	<-ch
+	fmt.Println("worker stopping")
+}

@@ -1,0 +1,265 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// Deployment is one function deployment to load: its module and the
+// variables pinned when it was deployed.
+type Deployment struct {
+	// ID is the deployment id the edge calls it by.
+	ID string
+	// Project is the project id, given to the function as SERVICE_PROJECT_ID.
+	Project string
+	// Module is the WASI command module (a .wasm file).
+	Module []byte
+	// Env holds the project's variables as of the deploy.
+	Env map[string]string
+}
+
+// Result is a call's outcome: the response (nil on error) and what the
+// function wrote to stderr, for the deployment's log.
+type Result struct {
+	// Response is the parsed answer; nil when the call failed.
+	Response *Response
+	// Log is the function's stderr, cut at Config.MaxLogBytes.
+	Log []byte
+	// Duration is the time the instance ran.
+	Duration time.Duration
+}
+
+type function struct {
+	compiled wazero.CompiledModule
+	project  string
+	env      map[string]string
+}
+
+// Host holds the wazero runtime, the compilation cache and the loaded
+// functions. It is safe for concurrent use.
+type Host struct {
+	cfg   Config
+	rt    wazero.Runtime
+	cache wazero.CompilationCache
+	sem   chan struct{}
+
+	mu     sync.RWMutex
+	fns    map[string]*function
+	closed bool
+}
+
+// New builds a Host; cfg is provisioned (defaults filled) first.
+func New(ctx context.Context, cfg Config) (*Host, error) {
+	if err := cfg.Provision(); err != nil {
+		return nil, err
+	}
+	var cache wazero.CompilationCache
+	if cfg.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("wasm: compilation cache %s: %w", cfg.CacheDir, err)
+		}
+		cache = c
+	} else {
+		cache = wazero.NewCompilationCache()
+	}
+	rc := wazero.NewRuntimeConfig().
+		WithCompilationCache(cache).
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(cfg.memoryPages())
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		_ = rt.Close(ctx)
+		_ = cache.Close(ctx)
+		return nil, fmt.Errorf("wasm: instantiate wasi: %w", err)
+	}
+	return &Host{cfg: cfg, rt: rt, cache: cache, sem: make(chan struct{}, cfg.MaxConcurrent), fns: map[string]*function{}}, nil
+}
+
+// Config returns the provisioned configuration.
+func (h *Host) Config() Config { return h.cfg }
+
+// Load compiles d's module and makes it callable as d.ID, replacing an
+// earlier load of the same id. Compiling the same bytes again (a redeploy
+// of an unchanged module) is served from the compilation cache.
+func (h *Host) Load(ctx context.Context, d Deployment) error {
+	if d.ID == "" {
+		return fmt.Errorf("wasm: load: %w: empty deployment id", ErrInvalidModule)
+	}
+	h.mu.RLock()
+	closed := h.closed
+	h.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	compiled, err := h.rt.CompileModule(ctx, d.Module)
+	if err != nil {
+		return fmt.Errorf("wasm: load %s: %w: %v", d.ID, ErrInvalidModule, err)
+	}
+	if _, ok := compiled.ExportedFunctions()["_start"]; !ok {
+		_ = compiled.Close(ctx)
+		return fmt.Errorf("wasm: load %s: %w: no _start export (build a WASI command, e.g. GOOS=wasip1 GOARCH=wasm)", d.ID, ErrInvalidModule)
+	}
+	env := make(map[string]string, len(d.Env))
+	for k, v := range d.Env {
+		env[k] = v
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		_ = compiled.Close(ctx)
+		return ErrClosed
+	}
+	old := h.fns[d.ID]
+	h.fns[d.ID] = &function{compiled: compiled, project: d.Project, env: env}
+	h.mu.Unlock()
+	if old != nil {
+		_ = old.compiled.Close(ctx)
+	}
+	return nil
+}
+
+// Unload forgets a deployment's function (calls in flight finish).
+func (h *Host) Unload(ctx context.Context, id string) error {
+	h.mu.Lock()
+	fn := h.fns[id]
+	delete(h.fns, id)
+	h.mu.Unlock()
+	if fn == nil {
+		return fmt.Errorf("wasm: unload %s: %w", id, ErrNotLoaded)
+	}
+	return fn.compiled.Close(ctx)
+}
+
+// Loaded reports whether id is loaded.
+func (h *Host) Loaded(id string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.fns[id] != nil
+}
+
+// Call runs the function of deployment id on r in a fresh instance, under
+// the time and memory limits. The Result carries stderr even when the call
+// fails.
+func (h *Host) Call(ctx context.Context, id string, r *Request) (Result, error) {
+	var res Result
+	if int64(len(r.Body)) > h.cfg.MaxRequestBytes {
+		return res, fmt.Errorf("wasm: call %s: %w (%d bytes, limit %d)", id, ErrRequestTooLarge, len(r.Body), h.cfg.MaxRequestBytes)
+	}
+	h.mu.RLock()
+	fn, closed := h.fns[id], h.closed
+	h.mu.RUnlock()
+	if closed {
+		return res, ErrClosed
+	}
+	if fn == nil {
+		return res, fmt.Errorf("wasm: call %s: %w", id, ErrNotLoaded)
+	}
+	select {
+	case h.sem <- struct{}{}:
+		defer func() { <-h.sem }()
+	case <-ctx.Done():
+		return res, fmt.Errorf("wasm: call %s: %w: %v", id, ErrBusy, ctx.Err())
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	defer cancel()
+
+	stdout := &capWriter{limit: h.cfg.MaxResponseBytes}
+	stderr := &capWriter{limit: h.cfg.MaxLogBytes, truncate: true}
+	mc := wazero.NewModuleConfig().
+		WithName("").
+		WithArgs(id).
+		WithStdin(bytes.NewReader(r.Body)).
+		WithStdout(stdout).
+		WithStderr(stderr).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithSysNanosleep().
+		WithRandSource(rand.Reader)
+	for _, kv := range cgiEnv(fn.env, fn.project, r) {
+		k, v, _ := strings.Cut(kv, "=")
+		mc = mc.WithEnv(k, v)
+	}
+	start := time.Now()
+	mod, err := h.rt.InstantiateModule(ctx, fn.compiled, mc)
+	res.Duration = time.Since(start)
+	if mod != nil {
+		_ = mod.Close(context.WithoutCancel(ctx))
+	}
+	res.Log = stderr.buf.Bytes()
+	if err != nil {
+		var exit *sys.ExitError
+		switch {
+		case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
+			return res, fmt.Errorf("wasm: call %s: %w after %v", id, ErrTimeout, h.cfg.Timeout)
+		case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled:
+			return res, fmt.Errorf("wasm: call %s: %w", id, context.Canceled)
+		case errors.As(err, &exit):
+			return res, fmt.Errorf("wasm: call %s: %w: exit status %d", id, ErrFailed, exit.ExitCode())
+		default:
+			return res, fmt.Errorf("wasm: call %s: %w: %v", id, ErrFailed, err)
+		}
+	}
+	if stdout.over {
+		return res, fmt.Errorf("wasm: call %s: %w (limit %d bytes)", id, ErrResponseTooLarge, h.cfg.MaxResponseBytes)
+	}
+	resp, err := ParseResponse(stdout.buf.Bytes())
+	if err != nil {
+		return res, fmt.Errorf("wasm: call %s: %w", id, err)
+	}
+	res.Response = resp
+	return res, nil
+}
+
+// Close unloads every function and closes the runtime and the cache.
+func (h *Host) Close(ctx context.Context) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	h.fns = nil
+	h.mu.Unlock()
+	return errors.Join(h.rt.Close(ctx), h.cache.Close(ctx))
+}
+
+// capWriter keeps up to limit bytes. Past it, a truncating writer drops the
+// rest silently; otherwise it records the overflow and fails the write,
+// which stops a function that floods stdout.
+type capWriter struct {
+	mu       sync.Mutex
+	buf      bytes.Buffer
+	limit    int64
+	truncate bool
+	over     bool
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	room := w.limit - int64(w.buf.Len())
+	if int64(len(p)) <= room {
+		return w.buf.Write(p)
+	}
+	if room > 0 {
+		w.buf.Write(p[:room])
+	}
+	if w.truncate {
+		return len(p), nil
+	}
+	w.over = true
+	return 0, errOverflow
+}
+
+var errOverflow = errors.New("output limit reached")
