@@ -6,6 +6,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/billing"
 	"github.com/svcplatform/platform/controlplane/databases"
 	"github.com/svcplatform/platform/controlplane/plans"
+	"github.com/svcplatform/platform/controlplane/usage"
 )
 
 // storageFunder lets databases on paid plans pay for storage past the
@@ -42,4 +43,14 @@ func (f storageFunder) ChargeStorage(ctx context.Context, workspace, ref string,
 func (cp *ControlPlane) planOf(ctx context.Context, workspace string) (plans.Name, error) {
 	w, err := cp.Accounts.Workspace(ctx, workspace)
 	return w.Plan, err
+}
+
+// databaseSizes gives the usage measurement each ready database's size.
+func (cp *ControlPlane) databaseSizes(ctx context.Context, workspace string) ([]usage.Size, error) {
+	ds, err := cp.databases.Sizes(ctx, workspace)
+	out := make([]usage.Size, len(ds))
+	for i, d := range ds {
+		out[i] = usage.Size{Project: d.Project, Resource: d.ID, Bytes: d.Bytes, Objects: 1}
+	}
+	return out, err
 }

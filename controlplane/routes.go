@@ -20,6 +20,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/repos"
 	"github.com/svcplatform/platform/controlplane/security"
 	"github.com/svcplatform/platform/controlplane/shield"
+	"github.com/svcplatform/platform/controlplane/usage"
 	"github.com/svcplatform/platform/controlplane/vectors"
 )
 
@@ -36,6 +37,7 @@ func (cp *ControlPlane) routeTable() []api.Route {
 	dbh := databases.Handlers{S: cp.databases}
 	eh := edgesync.Handlers{S: cp.edgeSync}
 	bil := billing.Handlers{L: cp.Billing}
+	uh := usage.Handlers{S: cp.usage}
 	const G, P, U, A, D = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete
 	table := []api.Route{
 		// Workspace, keys, members, sessions.
@@ -125,7 +127,9 @@ func (cp *ControlPlane) routeTable() []api.Route {
 		// AI gateway: the rows are in controlplane/ai/routes.go, appended below.
 		// Agents: routes are added here.
 
-		// Audit and activity.
+		// Usage, attention, audit and activity.
+		{Method: G, Path: "/api/usage", Op: auth.OpUsageRead, Handler: uh.Usage, Summary: "Usage report: ?period=month|last_month|7d|30d|90d&project=", Response: usage.Report{}},
+		{Method: G, Path: "/api/attention", Op: auth.OpUsageRead, Handler: uh.Attention, Summary: "Ranked to-do list; each item links to what fixes it", Response: usage.Attention{}},
 		{Method: G, Path: "/api/orgs/{id}/audit-logs", Op: auth.OpAuditRead, Handler: aud.List, Summary: "Audit rows, newest first (admins)", Response: audit.AuditPage{}},
 		{Method: G, Path: "/api/activity", Op: auth.OpActivityRead, Handler: aud.Activity, Summary: "Short recent activity feed", Response: audit.Feed{}},
 

@@ -43,6 +43,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/security"
 	"github.com/svcplatform/platform/controlplane/shield"
 	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/controlplane/usage"
 	"github.com/svcplatform/platform/controlplane/vectors"
 	"github.com/svcplatform/platform/netguard"
 	"github.com/svcplatform/platform/rules"
@@ -180,6 +181,7 @@ type ControlPlane struct {
 	ai        *ai.Service
 	media     *media.Service
 	vectors   *vectors.Service
+	usage     *usage.Service
 	// New areas are added here, in dependency order: jobs, billing, ai,
 	// vectors, payments, media.
 
@@ -350,6 +352,30 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	cp.Jobs.Register(jobMediaStorage, func(ctx context.Context, _ jobs.Job) error { _, err := cp.media.RecordStorage(ctx); return err },
 		jobs.KindOptions{MaxAttempts: 5, Backoff: []time.Duration{time.Minute, 10 * time.Minute, time.Hour}})
 	cp.Jobs.Every(jobMediaStorage, 24*time.Hour)
+
+	// Usage report and attention list: every area's counts, sizes and
+	// to-dos, asked through small interfaces.
+	if cp.usage, err = usage.New(usage.Deps{DB: cp.DB, Clock: clk, Meter: cp.Meter, Projects: cp.Projects, Plans: cp.Accounts,
+		Credits:  cp.Billing,
+		Counters: []usage.Counter{cp.databases, cp.vectors, cp.media, cp.payments},
+		WorkspaceCounts: map[string]usage.CountFunc{"repos": func(ctx context.Context, ws string) (int, error) {
+			rs, err := cp.repos.List(ctx, ws)
+			return len(rs), err
+		}},
+		Sizers:     map[string]usage.Sizer{usage.KindDatabases: usage.SizerFunc(cp.databaseSizes)},
+		Workspaces: func(ctx context.Context) ([]string, error) { return accounts.WorkspaceIDs(ctx, cp.DB) },
+		Sources: map[string]usage.Source{
+			"projects": usage.ProjectsSource{Projects: cp.Projects},
+			"deploys":  usage.DeploysSource{Projects: cp.Projects, Deployments: cp.deploys, Clock: clk},
+			"email":    usage.EmailSource{Verifier: cp.Accounts},
+			"credit":   usage.CreditSource{Credits: cp.Billing, Meter: cp.Meter, Clock: clk},
+			"shield":   usage.ShieldSource{Shield: cp.shield, Changes: cp.Audit, Clock: clk},
+			"refunds":  usage.RefundsSource{Projects: cp.Projects, Payments: cp.payments},
+		},
+		Logger: log}); err != nil {
+		return nil, err
+	}
+	cp.usage.RegisterJobs(cp.Jobs)
 
 	// New areas are built here, each after what it depends on:
 	// ai (billing, accounts), vectors (projects, billing), payments

@@ -6,9 +6,13 @@ package audit
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/auth"
@@ -32,6 +36,12 @@ const (
 
 // private are the categories the activity feed shows to admins only.
 var private = map[string]bool{CategoryMember: true, CategoryKey: true, CategoryBilling: true, CategoryAccount: true}
+
+// privateAreas are the action prefixes (before the dot) the feed also hides
+// from non-admins, whatever category a row was written with: members,
+// keys, billing, the caller's account and sign-ins, and the workspace
+// itself (its plan).
+var privateAreas = []string{"member", "key", "billing", "account", "session", "workspace"}
 
 // Entry is one audit row.
 type Entry struct {
@@ -76,6 +86,10 @@ type Log struct {
 
 // New returns the audit log over db.
 func New(db *store.DB, now func() time.Time) *Log { return &Log{db: db, now: now} }
+
+// DB returns the database the log writes to (Record outside a change's
+// transaction takes it as the Querier).
+func (l *Log) DB() *store.DB { return l.db }
 
 // Event describes a change to record.
 type Event struct {
@@ -150,7 +164,8 @@ func (l *Log) List(ctx context.Context, q Query) ([]Entry, string, error) {
 		args = append(args, seq)
 	}
 	if q.HidePrivate {
-		sqlq += ` AND category NOT IN ('member','key','billing','account')`
+		sqlq += ` AND category NOT IN ('member','key','billing','account')
+			AND substr(action, 1, instr(action || '.', '.') - 1) NOT IN ('member','key','billing','account','session','workspace')`
 	}
 	if !q.Since.IsZero() {
 		sqlq += ` AND at >= ?`
@@ -241,3 +256,30 @@ func (l *Log) PerHour(ctx context.Context, workspace string, first time.Time, n 
 
 // Private reports whether category is hidden from non-admins in the feed.
 func Private(category string) bool { return private[category] }
+
+// PrivateEntry reports whether the feed hides e from non-admins: its
+// category is private or its action belongs to a private area.
+func PrivateEntry(e Entry) bool {
+	if private[e.Category] {
+		return true
+	}
+	area, _, _ := strings.Cut(e.Action, ".")
+	return slices.Contains(privateAreas, area)
+}
+
+// LastChange returns when the workspace's newest row of action listed
+// field among its details' changed "fields" was written (false when none
+// did): for example when Shield's logOnly was last switched.
+func (l *Log) LastChange(ctx context.Context, workspace, action, field string) (time.Time, bool, error) {
+	var at string
+	err := l.db.QueryRowContext(ctx, `SELECT at FROM audit_log WHERE workspace_id = ? AND action = ?
+		AND json_valid(details) AND EXISTS (SELECT 1 FROM json_each(details, '$.fields') WHERE value = ?)
+		ORDER BY seq DESC LIMIT 1`, workspace, action, field).Scan(&at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("audit: last change of %s: %w", field, err)
+	}
+	return store.ParseTime(at), true, nil
+}

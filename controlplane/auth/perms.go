@@ -122,7 +122,7 @@ var table = map[Op]Rule{
 
 	OpAuditRead:    {MinRole: Admin, Scope: ScopeWorkspace},
 	OpActivityRead: {MinRole: Viewer, Scope: ScopeWorkspace},
-	OpUsageRead:    {MinRole: Viewer, Scope: ScopeWorkspace},
+	OpUsageRead:    {MinRole: Viewer, Scope: ScopeListing}, // a project key sees its own project
 	// Asking for an e-mail verification message: the member's own address,
 	// with their session or one of their full-access keys.
 	OpEmailVerify: {MinRole: Viewer, Write: true, Scope: ScopeWorkspace},

@@ -36,7 +36,7 @@ var expect = map[Op]struct {
 	OpBillingWrite:   {Admin, false, "none", false, false, false},
 	OpAuditRead:      {Admin, true, "none", false, false, false},
 	OpActivityRead:   {Viewer, true, "none", false, false, false},
-	OpUsageRead:      {Viewer, true, "none", false, false, false},
+	OpUsageRead:      {Viewer, true, "listing", false, false, false},
 	OpSecurityRead:   {Viewer, true, "none", false, false, false},
 	OpShieldRead:     {Viewer, true, "none", false, false, false},
 	OpShieldWrite:    {Admin, false, "none", false, false, false},

@@ -2,7 +2,6 @@ package metering
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,14 +13,12 @@ import (
 const DefaultKeyCallsFlush = 10 * time.Second
 
 // KeyCalls counts API-key calls (metric api_key_calls) in memory and writes
-// them as one usage event per workspace and project per flush, so counting
-// costs a map increment on the request path, not a database write. Calls
-// are written every flush interval and at Close.
+// them as one usage event per workspace, project and UTC day per flush, so
+// counting costs a map increment on the request path, not a database
+// write. Calls are written every flush interval and at Close; a flush that
+// fails is retried with the same batch id, so nothing is counted twice.
 type KeyCalls struct {
-	rec Recorder
-
-	mu     sync.Mutex
-	counts map[keyCallsKey]float64
+	agg *Aggregator
 
 	stop    chan struct{}
 	done    chan struct{}
@@ -29,41 +26,52 @@ type KeyCalls struct {
 	started atomic.Bool
 }
 
-type keyCallsKey struct{ workspace, project string }
-
-// NewKeyCalls returns a counter writing through rec.
+// NewKeyCalls returns a counter writing through rec. rec should also be a
+// BatchRecorder (the Meter is) for flushes retried without double
+// counting; a plain Recorder gets one Record per event. When rec has a
+// Now method (the Meter does) calls are stamped by it.
 func NewKeyCalls(rec Recorder) *KeyCalls {
-	return &KeyCalls{rec: rec, counts: map[keyCallsKey]float64{}, stop: make(chan struct{}), done: make(chan struct{})}
+	now := time.Now
+	if c, ok := rec.(interface{ Now() time.Time }); ok {
+		now = c.Now
+	}
+	br, ok := rec.(BatchRecorder)
+	if !ok {
+		br = eachRecorder{rec}
+	}
+	return &KeyCalls{agg: NewAggregator(br, now), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-// KeyCall counts one request made with an API key (api.CallRecorder).
+// eachRecorder writes a batch event by event (for a Recorder that cannot
+// write batches; it is not idempotent).
+type eachRecorder struct{ rec Recorder }
+
+func (e eachRecorder) RecordBatch(ctx context.Context, _ string, events []Event) error {
+	for i := range events {
+		if err := e.rec.Record(ctx, events[i]); err != nil {
+			// The retry skips what was written (zero quantities are not
+			// recorded).
+			for j := range i {
+				events[j].Quantity = 0
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// KeyCall counts one request made with an API key (api.CallRecorder). It
+// does not allocate once the workspace and project were seen that day.
 func (k *KeyCalls) KeyCall(p *auth.Principal) {
 	if p == nil || p.KeyID == "" {
 		return
 	}
-	k.mu.Lock()
-	k.counts[keyCallsKey{p.WorkspaceID, p.ProjectID}]++
-	k.mu.Unlock()
+	k.agg.Add(p.WorkspaceID, p.ProjectID, APIKeyCalls, 1, time.Time{})
 }
 
-// Flush writes the counted calls; calls that could not be written are
-// counted again for the next flush.
-func (k *KeyCalls) Flush(ctx context.Context) error {
-	k.mu.Lock()
-	counts := k.counts
-	k.counts = map[keyCallsKey]float64{}
-	k.mu.Unlock()
-	var errs []error
-	for key, n := range counts {
-		if err := k.rec.Record(ctx, Event{Workspace: key.workspace, Project: key.project, Metric: APIKeyCalls, Quantity: n}); err != nil {
-			errs = append(errs, err)
-			k.mu.Lock()
-			k.counts[key] += n
-			k.mu.Unlock()
-		}
-	}
-	return errors.Join(errs...)
-}
+// Flush writes the counted calls; a batch that could not be written is
+// written by the next flush, under the same id.
+func (k *KeyCalls) Flush(ctx context.Context) error { return k.agg.Flush(ctx) }
 
 // Run flushes every interval until Close; errors go to onErr.
 func (k *KeyCalls) Run(every time.Duration, onErr func(error)) {
