@@ -149,6 +149,7 @@ func (cp *ControlPlane) routeTable() []api.Route {
 	// area's own HTTP tests mount the very same rows); they join the table
 	// here, in this order.
 	table = append(table, payments.Routes(payments.Handlers{S: cp.payments})...)
+	table = append(table, cp.mcp.Routes()...)
 	table = append(table, ai.Routes(ai.Handlers{S: cp.ai})...)
 	table = append(table, vectors.Routes(vectors.Handlers{S: cp.vectors})...)
 	table = append(table, media.Routes(media.Handlers{S: cp.media})...)

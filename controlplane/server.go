@@ -33,6 +33,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/deploys"
 	"github.com/svcplatform/platform/controlplane/edgesync"
 	"github.com/svcplatform/platform/controlplane/jobs"
+	"github.com/svcplatform/platform/controlplane/mcp"
 	"github.com/svcplatform/platform/controlplane/media"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/payments"
@@ -178,6 +179,7 @@ type ControlPlane struct {
 	security  *security.Service
 	databases *databases.Service
 	payments  *payments.Service
+	mcp       *mcp.Server
 	ai        *ai.Service
 	media     *media.Service
 	vectors   *vectors.Service
@@ -380,6 +382,16 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	// New areas are built here, each after what it depends on:
 	// ai (billing, accounts), vectors (projects, billing), payments
 	// (projects, jobs, netguard), media (projects, jobs, billing).
+
+	// The assistant connector: each tool call is served by this API itself
+	// (cp.handler, set just below), with the caller's own key.
+	cp.mcp = mcp.New(mcp.Config{API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { cp.handler.ServeHTTP(w, r) }),
+		Authn: cp.Accounts, Logger: log})
+	for _, c := range cp.mcp.Collectors() {
+		if err := cfg.Registerer.Register(c); err != nil {
+			return nil, fmt.Errorf("controlplane: metrics: %w", err)
+		}
+	}
 
 	cp.routes = cp.routeTable()
 	mux := http.NewServeMux()

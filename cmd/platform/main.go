@@ -21,6 +21,7 @@ commands:
   controlplane   control plane + workers only
   edge           one edge node, configured from a control plane (--controlplane, --edge-token)
   edge-token     create, list or revoke the tokens remote edges use
+  mcp            the assistant connector over stdio: mcp --controlplane URL --key KEY
   balance        load a workspace's Balance: balance add --workspace ID --usd AMOUNT
 
 Run "platform <command> -h" for the flags.`
@@ -38,6 +39,9 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if cmd == "mcp" {
+		os.Exit(runMCP(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	if cmd == "balance" {
 		os.Exit(runBalance(os.Args[2:], os.Stdout, os.Stderr))

@@ -123,6 +123,13 @@ type MountOptions struct {
 	Calls CallRecorder
 }
 
+// HeaderVia names the channel a key's request came through; ViaConnector
+// is the assistant connector's (controlplane/mcp sets it on every call).
+const (
+	HeaderVia    = "X-Service-Via"
+	ViaConnector = "connector"
+)
+
 // NoRoute is the route label of requests no route matched.
 const NoRoute = "no_route"
 
@@ -220,6 +227,9 @@ func serve(rt Route, o MountOptions) http.Handler {
 			}
 			if o.Calls != nil && p.KeyID != "" {
 				o.Calls.KeyCall(p)
+			}
+			if r.Header.Get(HeaderVia) == ViaConnector && !p.Session {
+				p.Via = ViaConnector
 			}
 			r = r.WithContext(WithPrincipal(r.Context(), p))
 		}

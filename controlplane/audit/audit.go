@@ -64,6 +64,8 @@ type Actor struct {
 	MemberID  string `json:"memberId,omitempty"`
 	KeyID     string `json:"keyId,omitempty"`
 	KeyPrefix string `json:"keyPrefix,omitempty"`
+	// Via is "connector" for a change made through the assistant connector.
+	Via string `json:"via,omitempty"`
 }
 
 // ActorOf describes principal p (nil is the platform itself).
@@ -74,7 +76,7 @@ func ActorOf(p *auth.Principal) Actor {
 	case p.Session:
 		return Actor{Kind: "session", MemberID: p.MemberID}
 	default:
-		return Actor{Kind: "key", MemberID: p.MemberID, KeyID: p.KeyID, KeyPrefix: p.KeyPrefix}
+		return Actor{Kind: "key", MemberID: p.MemberID, KeyID: p.KeyID, KeyPrefix: p.KeyPrefix, Via: p.Via}
 	}
 }
 
@@ -107,6 +109,15 @@ type Event struct {
 // Record writes e through q, which should be the transaction of the change
 // itself so that a change and its audit row commit or fail together.
 func (l *Log) Record(ctx context.Context, q store.Querier, e Event) error {
+	a := ActorOf(e.Actor)
+	if a.Via != "" {
+		d := make(map[string]any, len(e.Details)+1)
+		for k, v := range e.Details {
+			d[k] = v
+		}
+		d["via"] = a.Via
+		e.Details = d
+	}
 	details := "{}"
 	if len(e.Details) > 0 {
 		b, err := json.Marshal(e.Details)
@@ -115,7 +126,6 @@ func (l *Log) Record(ctx context.Context, q store.Querier, e Event) error {
 		}
 		details = string(b)
 	}
-	a := ActorOf(e.Actor)
 	label := a.Kind
 	if a.KeyPrefix != "" {
 		label = a.KeyPrefix
@@ -199,6 +209,7 @@ func (l *Log) List(ctx context.Context, q Query) ([]Entry, string, error) {
 		}
 		if details != "{}" {
 			json.Unmarshal([]byte(details), &e.Details)
+			e.Actor.Via, _ = e.Details["via"].(string)
 		}
 		out = append(out, e)
 		seqs = append(seqs, seq)

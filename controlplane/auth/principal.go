@@ -22,6 +22,9 @@ type Principal struct {
 	// SessionHash identifies the dashboard session (the SHA-256 of its
 	// token), so a password change can end the member's other sessions.
 	SessionHash []byte
+	// Via is "connector" for a key's request made through the assistant
+	// connector (header X-Service-Via); the audit log records it.
+	Via string
 }
 
 // KeyKind names what kind of credential the principal holds, as listings show it.

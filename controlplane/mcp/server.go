@@ -1,0 +1,203 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/svcplatform/platform/controlplane/api"
+)
+
+// Path is where the Streamable HTTP transport is mounted on the API address.
+const Path = "/api/mcp"
+
+// MaxRequestBody bounds one MCP message over HTTP: a push_files call at the
+// REST push's limits (25 MB of files, base64 and JSON overhead).
+const MaxRequestBody = 64 << 20
+
+// headerRemote carries the assistant's address from the HTTP transport to
+// the tool calls it makes (set by Handler, whatever the client sent).
+const headerRemote = "X-Connector-Remote-Addr"
+
+// Config configures the connector.
+type Config struct {
+	// API serves every tool call: the control plane's API handler in
+	// process, or Remote for a control plane elsewhere (required).
+	API http.Handler `json:"-"`
+	// Authn, when set, checks the API key of every HTTP transport request
+	// before any MCP traffic (a bad key is 401 at once). Without it the
+	// transport only requires a bearer key and each tool call's REST
+	// request checks it.
+	Authn api.Authenticator `json:"-"`
+	// Tools are the tools offered (Tools() when nil).
+	Tools []Tool `json:"-"`
+	// Version is the server version the connector reports.
+	Version string `json:"version"`
+	// Logger receives transport errors (discarded when nil); never keys.
+	Logger *slog.Logger `json:"-"`
+}
+
+// Provision fills defaults.
+func (c *Config) Provision() {
+	if c.Tools == nil {
+		c.Tools = Tools()
+	}
+	if c.Version == "" {
+		c.Version = "1"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c *Config) Validate() error {
+	if c.API == nil {
+		return errors.New("mcp: config: API handler is required")
+	}
+	return nil
+}
+
+// Server is the assistant connector: the spec's tools over MCP, each served
+// by the REST route it names, with the caller's own key.
+type Server struct {
+	cfg   Config
+	call  caller
+	http  *sdk.Server
+	calls *prometheus.CounterVec
+}
+
+// New builds the connector. It panics on a configuration without an API
+// handler (a programming error).
+func New(cfg Config) *Server {
+	cfg.Provision()
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	s := &Server{cfg: cfg, call: caller{api: cfg.API},
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "platform_mcp_tool_calls_total",
+			Help: "Assistant connector tool calls by tool and outcome (ok, refused: the API or the connector refused it, failed: the call could not be made).",
+		}, []string{"tool", "outcome"})}
+	s.http = s.build(func(req *sdk.CallToolRequest) (string, string) {
+		if req.Extra == nil || req.Extra.Header == nil {
+			return "", ""
+		}
+		return req.Extra.Header.Get("Authorization"), req.Extra.Header.Get(headerRemote)
+	})
+	return s
+}
+
+// Collectors are the connector's metrics, for the registry of the process.
+func (s *Server) Collectors() []prometheus.Collector { return []prometheus.Collector{s.calls} }
+
+// ToolNames lists the tools offered, in order.
+func (s *Server) ToolNames() []string {
+	out := make([]string, len(s.cfg.Tools))
+	for i, t := range s.cfg.Tools {
+		out[i] = t.Def.Name
+	}
+	return out
+}
+
+// credentials returns the Authorization header and remote address a tool
+// call is made with.
+type credentials func(req *sdk.CallToolRequest) (authorization, remote string)
+
+// build makes an SDK server offering every tool, each served with cred's
+// key.
+func (s *Server) build(cred credentials) *sdk.Server {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "platform", Title: "Platform assistant connector", Version: s.cfg.Version},
+		&sdk.ServerOptions{
+			Instructions: "Tools of the hosting platform's workspace: repos (create, push a full snapshot, read, deploy), Shield settings and the security overview. " +
+				"Each call is made with your API key and allowed exactly when the same REST call would be; refusals carry the API's error code.",
+			Logger: s.cfg.Logger,
+		})
+	run := func(ctx context.Context, tool string, req *sdk.CallToolRequest, rq Request) (*sdk.CallToolResult, any, error) {
+		authz, remote := cred(req)
+		if authz == "" {
+			s.calls.WithLabelValues(tool, "refused").Inc()
+			res, out := toolResult(refuse(http.StatusUnauthorized, "unauthenticated", "missing credentials: the connector needs an API key").answer())
+			return res, out, nil
+		}
+		a, err := s.call.do(ctx, authz, remote, rq)
+		if err != nil {
+			s.calls.WithLabelValues(tool, "failed").Inc()
+			return nil, nil, err
+		}
+		outcome := "ok"
+		if a.Status >= 400 {
+			outcome = "refused"
+		}
+		s.calls.WithLabelValues(tool, outcome).Inc()
+		res, out := toolResult(a)
+		return res, out, nil
+	}
+	for _, t := range s.cfg.Tools {
+		t.add(srv, run)
+	}
+	return srv
+}
+
+// Handler is the Streamable HTTP transport, mounted at Path on the API
+// address. Every request needs an API key as Authorization: Bearer (401
+// otherwise); tool calls are made with that key. Sessions are not kept
+// (stateless): each request stands alone, so a key is never reused beyond
+// the request that sent it.
+func (s *Server) Handler() http.Handler {
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.http }, &sdk.StreamableHTTPOptions{
+		Stateless:           true,
+		JSONResponse:        true,
+		MaxRequestBodyBytes: MaxRequestBody,
+		Logger:              s.cfg.Logger,
+		// The transport takes bearer keys only, never ambient credentials
+		// (cookies), so a DNS-rebound page has nothing to use: the
+		// localhost Host check would only break proxies in front.
+		DisableLocalhostProtection: true,
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.authenticate(r); err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="api"`)
+			api.WriteError(w, r, s.cfg.Logger, api.AsError(err))
+			return
+		}
+		r.Header.Del("Cookie")
+		r.Header.Set(headerRemote, r.RemoteAddr)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// errNoKey is the refusal of a transport request without a bearer key.
+var errNoKey = api.E(api.KindUnauthenticated, "", "missing credentials: send Authorization: Bearer <API key>")
+
+// authenticate requires a bearer API key, and checks it when Authn is set.
+func (s *Server) authenticate(r *http.Request) error {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return errNoKey
+	}
+	if s.cfg.Authn == nil {
+		return nil
+	}
+	p, err := s.cfg.Authn.Authenticate(r)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return errNoKey
+	}
+	return nil
+}
+
+// Run serves one connection on t (stdio for a desktop assistant) until the
+// client leaves or ctx ends; every tool call is made with key.
+func (s *Server) Run(ctx context.Context, t sdk.Transport, key string) error {
+	authz := "Bearer " + strings.TrimSpace(key)
+	srv := s.build(func(*sdk.CallToolRequest) (string, string) { return authz, "" })
+	return srv.Run(ctx, t)
+}

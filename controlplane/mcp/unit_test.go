@@ -1,0 +1,257 @@
+package mcp
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestCheckPush(t *testing.T) {
+	b64 := func(n int) pushFile {
+		return pushFile{Path: "f.bin", Base64: true, Content: base64.StdEncoding.EncodeToString(make([]byte, n))}
+	}
+	text := func(n int) pushFile { return pushFile{Path: "f.txt", Content: strings.Repeat("x", n)} }
+	cases := []struct {
+		name  string
+		files []pushFile
+		code  string
+	}{
+		{"empty is the API's to refuse", nil, ""},
+		{"300 files", make([]pushFile, MaxPushFiles), ""},
+		{"301 files", make([]pushFile, MaxPushFiles+1), "too_many_files"},
+		{"text at the limit", []pushFile{text(MaxPushFileBytes)}, ""},
+		{"text over the limit", []pushFile{text(1), text(MaxPushFileBytes + 1)}, "file_too_large"},
+		{"base64 at the limit", []pushFile{b64(MaxPushFileBytes)}, ""},
+		{"base64 at the limit minus one (padding)", []pushFile{b64(MaxPushFileBytes - 1)}, ""},
+		{"base64 over the limit", []pushFile{b64(MaxPushFileBytes + 1)}, "file_too_large"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := checkPush(c.files)
+			var r *Refusal
+			switch {
+			case c.code == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.code != "" && (!errors.As(err, &r) || r.Code != c.code):
+				t.Fatalf("got %v, want %s", err, c.code)
+			}
+		})
+	}
+}
+
+func FuzzCheckPush(f *testing.F) {
+	f.Add("aGVsbG8=", true)
+	f.Add("hello", false)
+	f.Add("====", true)
+	f.Fuzz(func(t *testing.T, content string, isB64 bool) {
+		pf := pushFile{Path: "a", Content: content, Base64: isB64}
+		err := checkPush([]pushFile{pf})
+		if isB64 {
+			if data, derr := base64.StdEncoding.DecodeString(content); derr == nil && (len(data) > MaxPushFileBytes) != (err != nil) {
+				t.Fatalf("decoded %d bytes, refusal %v", len(data), err)
+			}
+		} else if (len(content) > MaxPushFileBytes) != (err != nil) {
+			t.Fatalf("%d bytes, refusal %v", len(content), err)
+		}
+	})
+}
+
+func TestParseControlPlaneURL(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"http://127.0.0.1:7070", "http://127.0.0.1:7070"},
+		{"https://api.example.com/", "https://api.example.com"},
+		{" http://localhost:7070 ", "http://localhost:7070"},
+		{"ftp://x", ""},
+		{"127.0.0.1:7070", ""},
+		{"http://", ""},
+		{"http://u:p@host", ""},
+		{"http://host/api", ""},
+		{"http://host?x=1", ""},
+		{"", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			u, err := ParseControlPlaneURL(c.in)
+			if c.want == "" {
+				if !errors.Is(err, ErrBadURL) {
+					t.Fatalf("got %v, %v; want ErrBadURL", u, err)
+				}
+				return
+			}
+			if err != nil || u.String() != c.want {
+				t.Fatalf("got %v, %v; want %s", u, err, c.want)
+			}
+		})
+	}
+}
+
+func FuzzParseControlPlaneURL(f *testing.F) {
+	for _, s := range []string{"http://127.0.0.1:7070", "https://h/", "http://u@h", "%zz", "http://[::1]:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := ParseControlPlaneURL(raw)
+		if err != nil {
+			return
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.User != nil {
+			t.Fatalf("accepted %q as %v", raw, u)
+		}
+	})
+}
+
+// seen is a fake API recording the requests it serves.
+type seen struct {
+	mu   sync.Mutex
+	reqs []*http.Request
+	body []string
+}
+
+func (s *seen) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	s.reqs = append(s.reqs, r)
+	s.body = append(s.body, string(b))
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	if r.Header.Get("Authorization") != "Bearer k1" {
+		w.WriteHeader(401)
+		w.Write([]byte(`{"error":{"code":"unauthenticated","message":"bad key"}}`))
+		return
+	}
+	w.Write([]byte(`{"ok":true}`))
+}
+
+// session runs the connector's stdio-style server with key over in-memory
+// pipes and returns a connected client.
+func session(t *testing.T, api http.Handler, key string) *sdk.ClientSession {
+	t.Helper()
+	s := New(Config{API: api})
+	ct, st := sdk.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, st, key) }()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		cancel()
+		<-done
+	})
+	return cs
+}
+
+// TestCallShape: every REST request of a tool carries the caller's key and
+// the connector mark, and nothing else the assistant could choose.
+func TestCallShape(t *testing.T) {
+	api := &seen{}
+	cs := session(t, api, "k1")
+	cases := []struct {
+		tool         string
+		args         map[string]any
+		method, path string
+		body         string
+	}{
+		{"list_repos", nil, "GET", "/api/repos", ""},
+		{"create_repo", map[string]any{"name": "a b"}, "POST", "/api/repos", `{"name":"a b"}`},
+		{"get_repo_files", map[string]any{"repoId": "r/1", "commit": 2, "path": "a b.txt"}, "GET", "/api/repos/r%2F1/files?commit=2&path=a+b.txt", ""},
+		{"deploy_repo", map[string]any{"repoId": "r1", "projectId": "p1"}, "POST", "/api/repos/r1/deploy", `{"projectId":"p1"}`},
+		{"push_files", map[string]any{"repoId": "r1", "message": "m", "files": []any{map[string]any{"path": "a", "content": "b"}}},
+			"POST", "/api/repos/r1/commits", `{"message":"m","files":[{"path":"a","content":"b"}]}`},
+		{"get_service_config", map[string]any{"service": "shield"}, "GET", "/api/services/shield", ""},
+		{"update_service_config", map[string]any{"service": "shield", "settings": map[string]any{"denyIps": []any{}}}, "PUT", "/api/services/shield", `{"denyIps":[]}`},
+		{"security_overview", nil, "GET", "/api/security/overview", ""},
+	}
+	for i, c := range cases {
+		t.Run(c.tool, func(t *testing.T) {
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
+			if err != nil || res.IsError {
+				t.Fatalf("%v %+v", err, res)
+			}
+			api.mu.Lock()
+			defer api.mu.Unlock()
+			if len(api.reqs) != i+1 {
+				t.Fatalf("%d requests, want %d", len(api.reqs), i+1)
+			}
+			r, body := api.reqs[i], api.body[i]
+			if r.Method != c.method || r.URL.RequestURI() != c.path {
+				t.Errorf("%s %s, want %s %s", r.Method, r.URL.RequestURI(), c.method, c.path)
+			}
+			if body != c.body {
+				t.Errorf("body %s, want %s", body, c.body)
+			}
+			if r.Header.Get(HeaderVia) != ViaConnector || r.Header.Get("Authorization") != "Bearer k1" || r.Header.Get("Cookie") != "" {
+				t.Errorf("headers %v", r.Header)
+			}
+			var out map[string]any
+			b, _ := json.Marshal(res.StructuredContent)
+			if json.Unmarshal(b, &out); out["ok"] != true {
+				t.Errorf("structured %s", b)
+			}
+		})
+	}
+}
+
+func TestStdioKeyRefused(t *testing.T) {
+	cs := session(t, &seen{}, "wrong")
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "list_repos"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.HasPrefix(res.Content[0].(*sdk.TextContent).Text, "unauthenticated (HTTP 401)") {
+		t.Fatalf("got %+v", res)
+	}
+}
+
+func TestRemote(t *testing.T) {
+	api := &seen{}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	u, err := ParseControlPlaneURL(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := session(t, Remote(u, srv.Client()), "k1")
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "get_repo_files", Arguments: map[string]any{"repoId": "r1", "path": "x"}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	api.mu.Lock()
+	r := api.reqs[0]
+	api.mu.Unlock()
+	if r.URL.RequestURI() != "/api/repos/r1/files?path=x" || r.Header.Get(HeaderVia) != ViaConnector {
+		t.Errorf("remote request %s %v", r.URL, r.Header)
+	}
+
+	// A control plane that does not answer is a tool error, not a hang.
+	srv.Close()
+	res, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "list_repos"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.HasPrefix(res.Content[0].(*sdk.TextContent).Text, "controlplane_unreachable (HTTP 502)") {
+		t.Fatalf("got %+v", res.Content[0])
+	}
+}
+
+func TestBadAnswer(t *testing.T) {
+	cs := session(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<html>")) }), "k1")
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "list_repos"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError {
+		t.Fatalf("a non-JSON answer passed as a result: %+v", res)
+	}
+}
