@@ -18,7 +18,7 @@ import (
 // specTools are the connector tools of the areas that exist, with the
 // spec's names exactly.
 var specTools = []string{"create_repo", "deploy_repo", "get_repo_files", "get_service_config", "list_repos",
-	"push_files", "security_overview", "update_service_config"}
+	"needs_attention", "push_files", "security_overview", "update_service_config"}
 
 func TestListTools(t *testing.T) {
 	e := newEnv(t)
@@ -120,6 +120,7 @@ func TestToolsMatchREST(t *testing.T) {
 		{"get_repo_files", map[string]any{"repoId": repoID, "path": "index.html"}, "/api/repos/" + repoID + "/files?path=index.html"},
 		{"get_service_config", map[string]any{"service": "shield"}, "/api/services/shield"},
 		{"security_overview", nil, "/api/security/overview"},
+		{"needs_attention", nil, "/api/attention"},
 	}
 	for _, rd := range reads {
 		t.Run(rd.tool+" "+rd.path, func(t *testing.T) {

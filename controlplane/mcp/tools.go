@@ -81,6 +81,10 @@ func Tools() []Tool {
 			"The workspace's security score and its checks (two-factor, keys, variables, Shield, ...), each with what to do, and audit changes per hour over the last 24 hours.",
 			Hints{ReadOnly: true, Idempotent: true},
 			func(struct{}) (Request, error) { return Request{Method: G, Path: "/api/security/overview"}, nil }),
+		NewTool("needs_attention", "What needs attention",
+			"The workspace's ranked to-do list: failed or stuck deploys, functions running older variables, plan limits near their cap, AI credit running low, refunds owed, failing webhooks, an unverified e-mail, projects whose deletion failed, Shield left in log-only mode. Each item has a severity, a one-line reason and the API path that fixes it.",
+			Hints{ReadOnly: true, Idempotent: true},
+			func(struct{}) (Request, error) { return Request{Method: G, Path: "/api/attention"}, nil }),
 	}
 }
 

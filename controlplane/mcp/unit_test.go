@@ -172,6 +172,7 @@ func TestCallShape(t *testing.T) {
 		{"get_service_config", map[string]any{"service": "shield"}, "GET", "/api/services/shield", ""},
 		{"update_service_config", map[string]any{"service": "shield", "settings": map[string]any{"denyIps": []any{}}}, "PUT", "/api/services/shield", `{"denyIps":[]}`},
 		{"security_overview", nil, "GET", "/api/security/overview", ""},
+		{"needs_attention", nil, "GET", "/api/attention", ""},
 	}
 	for i, c := range cases {
 		t.Run(c.tool, func(t *testing.T) {
