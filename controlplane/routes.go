@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/svcplatform/platform/controlplane/accounts"
+	"github.com/svcplatform/platform/controlplane/agents"
 	"github.com/svcplatform/platform/controlplane/ai"
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
@@ -125,7 +126,7 @@ func (cp *ControlPlane) routeTable() []api.Route {
 		{Method: G, Path: "/api/billing", Op: auth.OpBillingRead, Handler: bil.Get, Summary: "Balance, included credit, holds, month spend and spending limit (admins)", Response: billing.Answer{}},
 		{Method: U, Path: "/api/billing/spend-limit", Op: auth.OpBillingWrite, Handler: bil.PutSpendLimit, Summary: "Set or remove the monthly spending limit (admins); null removes it", Request: billing.SpendLimitRequest{}, Response: billing.Answer{}},
 		// AI gateway: the rows are in controlplane/ai/routes.go, appended below.
-		// Agents: routes are added here.
+		// Agents: the rows are in controlplane/agents/routes.go, appended below.
 
 		// Usage, attention, audit and activity.
 		{Method: G, Path: "/api/usage", Op: auth.OpUsageRead, Handler: uh.Usage, Summary: "Usage report: ?period=month|last_month|7d|30d|90d&project=", Response: usage.Report{}},
@@ -151,6 +152,7 @@ func (cp *ControlPlane) routeTable() []api.Route {
 	table = append(table, payments.Routes(payments.Handlers{S: cp.payments})...)
 	table = append(table, cp.mcp.Routes()...)
 	table = append(table, ai.Routes(ai.Handlers{S: cp.ai})...)
+	table = append(table, agents.Routes(agents.Handlers{S: cp.agents})...)
 	table = append(table, vectors.Routes(vectors.Handlers{S: cp.vectors})...)
 	table = append(table, media.Routes(media.Handlers{S: cp.media})...)
 	return table

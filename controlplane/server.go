@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/svcplatform/platform/controlplane/accounts"
+	"github.com/svcplatform/platform/controlplane/agents"
 	"github.com/svcplatform/platform/controlplane/ai"
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
@@ -184,6 +185,7 @@ type ControlPlane struct {
 	media     *media.Service
 	vectors   *vectors.Service
 	usage     *usage.Service
+	agents    *agents.Service
 	// New areas are added here, in dependency order: jobs, billing, ai,
 	// vectors, payments, media.
 
@@ -355,11 +357,24 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		jobs.KindOptions{MaxAttempts: 5, Backoff: []time.Duration{time.Minute, 10 * time.Minute, time.Hour}})
 	cp.Jobs.Every(jobMediaStorage, 24*time.Hour)
 
+	// Agents: tool loops through the AI gateway whose tools call this
+	// API's own routes with a key made for each run.
+	if cp.agents, err = agents.New(ctx, agents.Config{}, agents.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
+		Sealer: cp.Sealer, Projects: cp.Projects, Plans: cp.Accounts, AI: cp.ai, Keys: cp.Accounts, Jobs: cp.Jobs,
+		Models: func(id string) bool { m, ok := cp.ai.Catalogue().Get(id); return ok && m.Kind == ai.KindChat },
+		API:    http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { cp.handler.ServeHTTP(w, r) }),
+		Logger: log}); err != nil {
+		return nil, err
+	}
+	cp.onClose(cp.agents.Close)
+	cp.Projects.AddDependent(cp.agents.Dependent())
+	cp.Projects.AddCounter(cp.agents)
+
 	// Usage report and attention list: every area's counts, sizes and
 	// to-dos, asked through small interfaces.
 	if cp.usage, err = usage.New(usage.Deps{DB: cp.DB, Clock: clk, Meter: cp.Meter, Projects: cp.Projects, Plans: cp.Accounts,
 		Credits:  cp.Billing,
-		Counters: []usage.Counter{cp.databases, cp.vectors, cp.media, cp.payments},
+		Counters: []usage.Counter{cp.databases, cp.vectors, cp.media, cp.payments, cp.agents},
 		WorkspaceCounts: map[string]usage.CountFunc{"repos": func(ctx context.Context, ws string) (int, error) {
 			rs, err := cp.repos.List(ctx, ws)
 			return len(rs), err

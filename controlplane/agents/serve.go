@@ -1,0 +1,88 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// HeaderVia marks the REST requests a run's tools make; ViaAgent is its value.
+const (
+	HeaderVia = "X-Service-Via"
+	ViaAgent  = "agent"
+)
+
+// maxToolBody bounds an API answer read back from a tool call.
+const maxToolBody = 4 << 20
+
+// serve makes rq through the API's own handler with the run's key.
+func serve(ctx context.Context, h http.Handler, secret string, rq toolRequest) (int, []byte, error) {
+	var body []byte
+	if rq.Body != nil {
+		var err error
+		if body, err = json.Marshal(rq.Body); err != nil {
+			return 0, nil, fmt.Errorf("agents: encode %s %s: %w", rq.Method, rq.Path, err)
+		}
+	}
+	u := &url.URL{Path: rq.Path, RawQuery: rq.Query.Encode()}
+	req, err := http.NewRequestWithContext(ctx, rq.Method, u.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, fmt.Errorf("agents: build %s %s: %w", rq.Method, rq.Path, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set(HeaderVia, ViaAgent)
+	req.Header.Set("Accept", "application/json")
+	if rq.Body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.RemoteAddr = "127.0.0.1:0"
+	rec := &recorder{header: http.Header{}}
+	h.ServeHTTP(rec, req)
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	if rec.overflow {
+		return 0, nil, fmt.Errorf("agents: %s %s: %w", rq.Method, rq.Path, errAnswerTooLarge)
+	}
+	return rec.status, bytes.TrimSpace(rec.body.Bytes()), nil
+}
+
+var errAnswerTooLarge = errors.New("answer too large for a tool result")
+
+// recorder is the ResponseWriter a tool's request is served into.
+type recorder struct {
+	header   http.Header
+	status   int
+	body     bytes.Buffer
+	overflow bool
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	if r.body.Len()+len(b) > maxToolBody {
+		r.overflow = true
+		return 0, errAnswerTooLarge
+	}
+	return r.body.Write(b)
+}
+
+// jsonEscape renders s for the inside of a JSON string.
+func jsonEscape(s string) string {
+	b, _ := json.Marshal(s)
+	return strings.TrimSuffix(strings.TrimPrefix(string(b), `"`), `"`)
+}

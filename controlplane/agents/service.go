@@ -1,0 +1,188 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/svcplatform/platform/controlplane/ai"
+	"github.com/svcplatform/platform/controlplane/audit"
+	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/jobs"
+	"github.com/svcplatform/platform/controlplane/metering"
+	"github.com/svcplatform/platform/controlplane/plans"
+	"github.com/svcplatform/platform/controlplane/projects"
+	"github.com/svcplatform/platform/controlplane/seal"
+	"github.com/svcplatform/platform/controlplane/store"
+)
+
+// AI is what runs need of the AI gateway: one model call billed to the
+// workspace (reservation, exact charge, the gateway's 402 codes).
+// *ai.Service implements it.
+type AI interface {
+	ChatAs(ctx context.Context, workspace string, in ai.ChatInput, sink ai.Sink) (*ai.Answer, error)
+}
+
+// Keys makes and revokes the key a run executes with. CreateRunKey makes an
+// ephemeral key (never listed, not counted against key limits) of member,
+// limited to project, read-only when readOnly, expiring at expires; it must
+// refuse (an api error) when the member is no longer active, or when
+// starterKey is not empty and that key is revoked, expired or limited to
+// another project, and must make the key read-only when starterKey is
+// read-only. The key's role is its member's role as it stands, like every
+// key's. RevokeRunKey revokes it (revoking twice is not an error).
+type Keys interface {
+	CreateRunKey(ctx context.Context, workspace, member, starterKey, project string, readOnly bool, expires time.Time) (id, secret string, err error)
+	RevokeRunKey(ctx context.Context, id string) error
+}
+
+// Projects is what the area needs of projects.
+type Projects interface {
+	Get(ctx context.Context, workspace, id string) (projects.Project, error)
+	Writable(ctx context.Context, workspace, id string) (projects.Project, error)
+}
+
+// Plans tells a workspace's plan.
+type Plans interface {
+	Plan(ctx context.Context, workspace string) plans.Name
+}
+
+// Jobs is the durable job runner (controlplane/jobs) the queue and the
+// schedules live on.
+type Jobs interface {
+	Register(kind string, h jobs.Handler, o jobs.KindOptions)
+	Enqueue(ctx context.Context, q store.Querier, kind string, payload any, o jobs.EnqueueOptions) (string, error)
+	Every(kind string, interval time.Duration)
+	Wake()
+}
+
+// Deps are the services the area is built on.
+type Deps struct {
+	DB       *store.DB
+	Clock    clock.Clock
+	Audit    *audit.Log
+	Meter    metering.Recorder
+	Sealer   *seal.Sealer
+	Projects Projects
+	Plans    Plans
+	AI       AI
+	// Models tells whether id names a chat model of the catalogue (nil:
+	// any non-empty name is accepted and the gateway judges at run time).
+	Models func(id string) bool
+	Keys   Keys
+	// API serves the tools' REST calls (the control plane's own handler).
+	API  http.Handler
+	Jobs Jobs
+	// Logger receives what goes wrong in the background.
+	Logger *slog.Logger
+}
+
+// Defaults of the area's own settings.
+const (
+	DefaultTickEvery  = 10 * time.Minute
+	DefaultRunTimeout = 5 * time.Minute
+	// DefaultMaxToolAnswer is the most characters of a tool's answer fed
+	// back to the model (the step record keeps MaxStepResult).
+	DefaultMaxToolAnswer = 16_000
+	// DefaultMaxTokens is each model call's max_tokens.
+	DefaultMaxTokens = 1024
+)
+
+// Config is the area's configuration; the zero value works.
+type Config struct {
+	// TickEvery is how often queued runs, due schedules and stale runs are
+	// looked after (DefaultTickEvery); work is also started at once when it
+	// arrives.
+	TickEvery time.Duration `json:"tickEvery"`
+	// RunTimeout is the time an on-demand run has (ours: DefaultRunTimeout).
+	RunTimeout time.Duration `json:"runTimeout"`
+	// BackgroundRunTime is the time of scheduled, event and background
+	// runs (BackgroundRunTime).
+	BackgroundRunTime time.Duration `json:"backgroundRunTime"`
+	// ChatRunTime is the time of a visitor chat run (ChatRunTime).
+	ChatRunTime time.Duration `json:"chatRunTime"`
+	// MaxToolAnswer bounds a tool answer fed back to the model.
+	MaxToolAnswer int `json:"maxToolAnswer"`
+	// MaxTokens is each model call's max_tokens.
+	MaxTokens int `json:"maxTokens"`
+}
+
+// Provision fills defaults.
+func (c *Config) Provision() {
+	if c.TickEvery <= 0 {
+		c.TickEvery = DefaultTickEvery
+	}
+	if c.RunTimeout <= 0 {
+		c.RunTimeout = DefaultRunTimeout
+	}
+	if c.BackgroundRunTime <= 0 {
+		c.BackgroundRunTime = BackgroundRunTime
+	}
+	if c.ChatRunTime <= 0 {
+		c.ChatRunTime = ChatRunTime
+	}
+	if c.MaxToolAnswer <= 0 {
+		c.MaxToolAnswer = DefaultMaxToolAnswer
+	}
+	if c.MaxTokens <= 0 {
+		c.MaxTokens = DefaultMaxTokens
+	}
+}
+
+// Service is the agents area.
+type Service struct {
+	cfg Config
+	d   Deps
+	st  sqlStore
+
+	admitMu sync.Mutex // run admission: the rate and concurrency checks and the insert
+	runs    *window    // runs started per workspace
+	events  *window    // events per agent
+	chats   *window    // chat messages per agent and visitor address
+}
+
+// Job kinds of the area.
+const (
+	jobRun      = "agents.run"
+	jobSchedule = "agents.schedule"
+	jobTick     = "agents.tick"
+)
+
+// ErrNotConfigured is returned by New without the services runs need.
+var ErrNotConfigured = errors.New("agents: a database, AI gateway, run keys, API handler, projects, plans and jobs are required")
+
+// New builds the area and registers its jobs (the queue runner, schedule
+// slots and the tick) on d.Jobs.
+func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
+	cfg.Provision()
+	if d.DB == nil || d.AI == nil || d.Keys == nil || d.API == nil || d.Projects == nil || d.Plans == nil || d.Jobs == nil || d.Sealer == nil {
+		return nil, ErrNotConfigured
+	}
+	if d.Clock == nil {
+		d.Clock = clock.System{}
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Audit == nil {
+		d.Audit = audit.New(d.DB, d.Clock.Now)
+	}
+	s := &Service{cfg: cfg, d: d, st: sqlStore{db: d.DB}, runs: newWindow(time.Minute), events: newWindow(time.Minute),
+		chats: newWindow(time.Minute)}
+	runTime := max(cfg.BackgroundRunTime, cfg.ChatRunTime) + time.Minute
+	d.Jobs.Register(jobRun, s.runJob, jobs.KindOptions{MaxAttempts: 1, Timeout: runTime})
+	d.Jobs.Register(jobSchedule, s.scheduleJob, jobs.KindOptions{MaxAttempts: 3, Backoff: []time.Duration{time.Minute}, Timeout: runTime})
+	d.Jobs.Register(jobTick, s.tickJob, jobs.KindOptions{MaxAttempts: 1, Timeout: time.Minute})
+	d.Jobs.Every(jobTick, cfg.TickEvery)
+	return s, nil
+}
+
+// Close releases nothing today: runs belong to the request or the job that
+// started them, and the job runner's Close cancels those. It is here so the
+// assembly closes every area the same way.
+func (s *Service) Close() error { return nil }
+
+func (s *Service) now() time.Time { return s.d.Clock.Now().UTC() }
