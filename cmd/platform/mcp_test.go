@@ -74,7 +74,7 @@ func TestMCPStdio(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	if !strings.Contains(strings.Join(names, ","), "push_files") || len(names) != 9 {
+	if !strings.Contains(strings.Join(names, ","), "push_files") || len(names) != 18 {
 		t.Fatalf("tools %v", names)
 	}
 

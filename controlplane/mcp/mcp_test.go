@@ -17,8 +17,9 @@ import (
 
 // specTools are the connector tools of the areas that exist, with the
 // spec's names exactly.
-var specTools = []string{"create_repo", "deploy_repo", "get_repo_files", "get_service_config", "list_repos",
-	"needs_attention", "push_files", "security_overview", "update_service_config"}
+var specTools = []string{"create_agent", "create_repo", "create_suggested_agents", "delete_agent", "deploy_repo",
+	"get_agent", "get_repo_files", "get_service_config", "list_agent_tools", "list_repos", "needs_attention", "push_files",
+	"run_agent", "security_overview", "set_agent_status", "suggest_agents", "update_agent", "update_service_config"}
 
 func TestListTools(t *testing.T) {
 	e := newEnv(t)
@@ -134,6 +135,36 @@ func TestToolsMatchREST(t *testing.T) {
 	if f := mustOK(t, cs, "get_repo_files", map[string]any{"repoId": repoID, "path": "index.html"}); f["content"] != "<h1>hello</h1>" {
 		t.Errorf("file read back %v", f)
 	}
+
+	// Agents: create, read, pause, resume, suggestions, catalogue, delete;
+	// each answer is the REST answer for the same request.
+	agentAns := mustOK(t, cs, "create_agent", map[string]any{"projectId": prj, "name": "watcher", "model": "gpt-4o-mini",
+		"tools": []any{"project_info"}, "maxSteps": 3})
+	agentID := agentAns["agent"].(map[string]any)["id"].(string)
+	for _, rd := range []struct {
+		tool string
+		args map[string]any
+		path string
+	}{
+		{"get_agent", map[string]any{"agentId": agentID}, "/api/agents/" + agentID},
+		{"list_agent_tools", map[string]any{"writes": true}, "/api/agents/tools?writes=1"},
+		{"suggest_agents", map[string]any{"projectId": prj, "appType": "store"}, "/api/projects/" + prj + "/agents/suggested?appType=store"},
+	} {
+		want := restJSON(t, owner.Must(200, "GET", rd.path, nil))
+		if got := mustOK(t, cs, rd.tool, rd.args); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s answered\n%v\nREST answered\n%v", rd.tool, got, want)
+		}
+	}
+	paused := mustOK(t, cs, "set_agent_status", map[string]any{"agentId": agentID, "status": "paused"})
+	if a := paused["agent"].(map[string]any); a["status"] != "paused" {
+		t.Errorf("set_agent_status paused: %v", a)
+	}
+	mustOK(t, cs, "update_agent", map[string]any{"agentId": agentID, "maxSteps": 5})
+	if a := restJSON(t, owner.Must(200, "GET", "/api/agents/"+agentID, nil))["agent"].(map[string]any); a["maxSteps"] != float64(5) {
+		t.Errorf("update_agent: maxSteps %v", a["maxSteps"])
+	}
+	mustOK(t, cs, "delete_agent", map[string]any{"agentId": agentID})
+	owner.Must(404, "GET", "/api/agents/"+agentID, nil)
 }
 
 // TestRefusals: a tool call is refused exactly when the REST call is, with

@@ -15,7 +15,7 @@ import (
 // tools join with their areas).
 func Tools() []Tool {
 	const G, P, U = http.MethodGet, http.MethodPost, http.MethodPut
-	return []Tool{
+	return append([]Tool{
 		// Repos (spec: Repos).
 		NewTool("list_repos", "List repos",
 			"List every repo of the workspace with its commit count (repo ids are needed by the other repo tools). Needs a workspace key.",
@@ -85,7 +85,7 @@ func Tools() []Tool {
 			"The workspace's ranked to-do list: failed or stuck deploys, functions running older variables, plan limits near their cap, AI credit running low, refunds owed, failing webhooks, an unverified e-mail, projects whose deletion failed, Shield left in log-only mode. Each item has a severity, a one-line reason and the API path that fixes it.",
 			Hints{ReadOnly: true, Idempotent: true},
 			func(struct{}) (Request, error) { return Request{Method: G, Path: "/api/attention"}, nil }),
-	}
+	}, agentTools()...)
 }
 
 type createRepoIn struct {
