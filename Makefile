@@ -13,8 +13,9 @@ FUZZTIME  ?= 60s
 .PHONY: run build test check lint vet fmt-check geodata fuzz bench clean
 
 ## run: build, fetch the country database once, start `platform serve` on embedded defaults
+## (a local development setup: app origins and webhooks on this machine are allowed)
 run: build geodata
-	$(BIN) serve --data $(DATA)
+	$(BIN) serve --data $(DATA) --allow-private-networks
 
 ## build: the one binary
 build:
