@@ -2,12 +2,13 @@
 # bench/run.sh: the edge (`platform serve`) against nginx, Varnish and Caddy,
 # measured side by side on loopback. See bench/README.md.
 #
-#   make bench               # 5 alternating rounds, 3 s a run: about 11 minutes
-#   make bench QUICK=1       # 1 round, 3 s a run: about 3 minutes
+#   make bench               # 5 alternating rounds, 3 s a run: about 15 minutes
+#   make bench QUICK=1       # 1 round, 3 s a run: about 4 minutes
 #   ONLY=page4k,proxy SERVERS=edge,nginx bash bench/run.sh
 #
 # Settings (environment): ROUNDS, DURATION and WARMUP (seconds a run), CONNS
-# (wrk connections), SERVER_CPU and CLIENT_CPU, ONLY (workloads: page4k
+# (wrk connections; requests in flight over HTTP/2 and HTTP/3), H_CONNS (their
+# connections), SERVER_CPU and CLIENT_CPU, ONLY (workloads: page4k
 # file1m deny country proxy redirect), SERVERS (edge nginx nginx+rules varnish
 # caddy), BENCH_WORK (scratch directory, emptied; default /tmp/platform-bench),
 # HOLD=1 (start and check everything, then wait to be stopped, for poking at it),
@@ -40,6 +41,7 @@ else
 	ROUNDS=${ROUNDS:-5} DURATION=${DURATION:-3} WARMUP=${WARMUP:-1}
 fi
 CONNS=${CONNS:-64}
+H_CONNS=${H_CONNS:-8} # HTTP/2 and HTTP/3 connections carrying the $CONNS requests in flight
 SERVER_CPU=${SERVER_CPU:-0} CLIENT_CPU=${CLIENT_CPU:-1}
 WORK=${BENCH_WORK:-/tmp/platform-bench}
 GEOIP=$ROOT/data/geo/country.mmdb

@@ -5,9 +5,13 @@ package edge
 import (
 	"bytes"
 	"io"
+	"maps"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/svcplatform/platform/controlplane/clock"
 )
 
 // TestStaticHitDoesNotAllocate guards the hot path: a static-site request
@@ -73,6 +77,54 @@ func TestAccessLogDoesNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("a logged cache hit allocates %.1f times per request, want 0", allocs)
+	}
+}
+
+// TestSharedHitDoesNotAllocate: a server app's response answered from the
+// shared cache (RespondTo: whole, 304 to the visitor's validators, a
+// Range, or stale within stale-while-revalidate once the refresh is
+// claimed) allocates nothing, Shield and the headers included.
+func TestSharedHitDoesNotAllocate(t *testing.T) {
+	c := clock.NewFake(time.Now())
+	e := newProxyEdge(t, benchOrigin(t, "public, max-age=3600"), func(cfg *Config) { cfg.Now = c.Now })
+	for _, tc := range []struct {
+		name, uri, xcache string
+		header            map[string]string
+		status            int
+	}{
+		{"hit", "/api/items", "HIT", nil, 200},
+		{"revalidation 304", "/api/items", "HIT", map[string]string{"If-None-Match": `"b1"`}, 304},
+		{"range", "/api/items", "HIT", map[string]string{"Range": "bytes=10-99"}, 206},
+		{"stale-while-revalidate", "/swr", "STALE", nil, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := map[string]string{}
+			maps.Copy(h, benchHeader)
+			maps.Copy(h, tc.header)
+			var ctx fasthttp.RequestCtx
+			request(&ctx, "GET", "app.apps.test", tc.uri, "127.0.0.1:40000", h)
+			e.serve(&ctx, protoHTTPS) // miss: fills the cache
+			e.cache.Wait()
+			if tc.xcache == "STALE" {
+				c.Advance(2 * time.Second)
+				ctx.Response.Reset()
+				e.serve(&ctx, protoHTTPS) // claims the refresh
+				e.refresher.wait()
+				e.cache.Wait()
+			}
+			ctx.Response.Reset()
+			e.serve(&ctx, protoHTTPS)
+			if got := string(ctx.Response.Header.Peek("X-Cache")); got != tc.xcache || ctx.Response.StatusCode() != tc.status {
+				t.Fatalf("X-Cache %q status %d, want %q %d", got, ctx.Response.StatusCode(), tc.xcache, tc.status)
+			}
+			allocs := testing.AllocsPerRun(200, func() {
+				ctx.Response.Reset()
+				e.serve(&ctx, protoHTTPS)
+			})
+			if allocs != 0 {
+				t.Fatalf("shared cache %s allocates %.1f times per request, want 0", tc.name, allocs)
+			}
+		})
 	}
 }
 

@@ -52,6 +52,8 @@ type Edge struct {
 	flights flightGroup
 	hints   hintStore // 103 Early Hints learnt from origins
 
+	refresher *refresher // background stale-while-revalidate refreshes
+
 	throttle  *throttle
 	verifySem chan struct{}
 
@@ -89,6 +91,7 @@ func New(cfg Config) (*Edge, error) {
 		e.cfg.Now = e.now
 	}
 	e.counts = rules.NewCounters()
+	e.refresher = newRefresher()
 	e.throttle = newThrottle(cfg.PasswordAttempts, cfg.PasswordRefill)
 	e.verifySem = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
 	e.origins = newOriginPool(&e.cfg)
@@ -307,6 +310,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	sw.Wait()
 	e.upgraded.closeAll()
 	wg.Wait()
+	e.refresher.wait() // each bounded by OriginTimeout
 	if e.access != nil {
 		if err := e.access.Close(); err != nil {
 			e.log.Warn("edge: access log", "err", err)
@@ -335,6 +339,9 @@ func (e *Edge) close() { e.closeOnce.Do(e.release) }
 
 func (e *Edge) release() {
 	e.closeListeners()
+	if e.refresher != nil {
+		e.refresher.wait()
+	}
 	if e.geoDB != nil {
 		e.geoDB.Close()
 	}

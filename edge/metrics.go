@@ -50,6 +50,9 @@ type metrics struct {
 	connRefused  [2]prometheus.Counter // connections closed at accept: [0] per-address cap, [1] trusted proxies' total cap
 	accessDrops  prometheus.Counter    // access-log lines lost to a failed write
 
+	staleServed prometheus.Counter                    // stored responses served instead of an origin failure
+	refreshes   [numRefreshResults]prometheus.Counter // background revalidations, by result
+
 	collectors []prometheus.Collector
 }
 
@@ -102,6 +105,14 @@ func newMetrics() *metrics {
 	m.connRefused[0], m.connRefused[1] = cr.WithLabelValues("per_address"), cr.WithLabelValues("trusted_proxies")
 	m.accessDrops = prometheus.NewCounter(prometheus.CounterOpts{Name: "platform_edge_access_log_errors_total",
 		Help: "Access-log writes that failed (the lines are lost; serving goes on)."})
+	m.staleServed = prometheus.NewCounter(prometheus.CounterOpts{Name: "platform_edge_cache_stale_on_error_total",
+		Help: "Stored responses served stale instead of an origin failure (RFC 5861 stale-if-error, RFC 9111 disconnected)."})
+	rf := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "platform_edge_cache_refreshes_total",
+		Help: "Background revalidations of stale-while-revalidate responses (RFC 5861), by result: revalidated (304), stored, failed, skipped (every slot busy)."},
+		[]string{"result"})
+	for i, l := range refreshResultLabels {
+		m.refreshes[i] = rf.WithLabelValues(l)
+	}
 	for k := range kindLabels {
 		for c := range classLabels {
 			m.requests[k][c] = reqs.WithLabelValues(kindLabels[k], classLabels[c])
@@ -123,7 +134,7 @@ func newMetrics() *metrics {
 	}
 	m.collectors = []prometheus.Collector{reqs, dur, dec, pw, oresp, m.originErr, m.guarded, m.compressed, m.version,
 		m.ready, m.applied, m.syncErrors, m.lastSync, m.flushed, m.flushErrors, m.blobFetches,
-		m.staleRetries, upg, m.upgradesOpen, cr, m.accessDrops}
+		m.staleRetries, upg, m.upgradesOpen, cr, m.accessDrops, m.staleServed, rf}
 	return m
 }
 

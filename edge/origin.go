@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -112,7 +113,9 @@ func (op *originPool) get(base string, managed bool) (*origin, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &originConn{Conn: c, idle: idle, tls: isTLS}, nil
+		oc := &originConn{Conn: c, idle: idle, tls: isTLS, peek: newPeeker(c)}
+		oc.laddr = &originAddr{Addr: c.LocalAddr(), c: oc}
+		return oc, nil
 	}
 	if isTLS {
 		hc.TLSConfig = &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12}
@@ -155,7 +158,7 @@ func retryOrigin(req *fasthttp.Request, _ int, err error) (resetTimeout, retry b
 	return false, h.IsGet() || h.IsHead() || h.IsPut() || h.IsQuery()
 }
 
-// connState is what peekConn finds on an idle connection.
+// connState is what a peeker finds on an idle connection.
 type connState uint8
 
 const (
@@ -173,16 +176,48 @@ const (
 // It also finds pooled connections the origin has closed: fasthttp sets
 // the write deadline first thing when it takes a connection for a request,
 // before writing (or reading any of the request body), so SetWriteDeadline
-// looks at the socket (peekConn) when the connection has served a request
+// looks at the socket (peeker) when the connection has served a request
 // before, and fails with errStaleConn when the origin has closed it (for a
-// plain connection, also when it holds bytes nobody asked for).
+// plain connection, also when it holds bytes nobody asked for). A
+// connection read from less than peekAfter ago is not looked at: no origin
+// closes a keep-alive connection that soon after a response without saying
+// so (Connection: close), and under load, when connections are reused
+// every few milliseconds, this saves a system call per request.
 type originConn struct {
 	net.Conn
-	idle  time.Duration
-	tls   bool
-	first time.Time // deadline until the first byte after SetReadDeadline
-	armed bool
-	used  bool // a response (or a TLS handshake) was read on it
+	idle     time.Duration
+	tls      bool
+	first    time.Time // deadline until the first byte after SetReadDeadline
+	armed    bool
+	used     bool      // a response (or a TLS handshake) was read on it
+	lastRead time.Time // when the last read started
+	peek     *peeker
+	// ended is set once a read failed or met the end of the stream: no
+	// response is complete on it after that.
+	ended atomic.Bool
+	laddr *originAddr
+}
+
+// originAddr is an origin connection's local address, carrying the
+// connection: fasthttp hands a response's connection out only as
+// Response.LocalAddr, and proxy needs it to tell a chunked body that ended
+// with its last chunk from one cut by the origin closing the connection,
+// which fasthttp's streamed reader reports as io.EOF all the same.
+type originAddr struct {
+	net.Addr
+	c *originConn
+}
+
+// LocalAddr returns the local address, as an *originAddr.
+func (c *originConn) LocalAddr() net.Addr { return c.laddr }
+
+// responseConn returns the origin connection resp was read from, nil when
+// unknown.
+func responseConn(resp *fasthttp.Response) *originConn {
+	if a, ok := resp.LocalAddr().(*originAddr); ok {
+		return a.c
+	}
+	return nil
 }
 
 func (c *originConn) SetReadDeadline(t time.Time) error {
@@ -190,9 +225,14 @@ func (c *originConn) SetReadDeadline(t time.Time) error {
 	return nil
 }
 
+// peekAfter is how long after its last read a pooled origin connection is
+// looked at before reuse (see originConn). Origins close idle keep-alive
+// connections after seconds (gunicorn 2 s, Node.js and Apache 5 s).
+const peekAfter = 100 * time.Millisecond
+
 func (c *originConn) SetWriteDeadline(t time.Time) error {
-	if c.used {
-		switch peekConn(c.Conn) {
+	if c.used && time.Since(c.lastRead) >= peekAfter {
+		switch c.peek.peek() {
 		case connClosed:
 			return errStaleConn
 		case connData:
@@ -210,7 +250,9 @@ func (c *originConn) SetDeadline(t time.Time) error {
 }
 
 func (c *originConn) Read(p []byte) (int, error) {
-	d := time.Now().Add(c.idle)
+	now := time.Now()
+	c.lastRead = now
+	d := now.Add(c.idle)
 	if c.armed && !c.first.IsZero() && c.first.Before(d) {
 		d = c.first
 	}
@@ -221,6 +263,9 @@ func (c *originConn) Read(p []byte) (int, error) {
 	if n > 0 {
 		c.armed = false
 		c.used = true
+	}
+	if err != nil {
+		c.ended.Store(true)
 	}
 	return n, err
 }

@@ -4,7 +4,11 @@ package edge
 
 import "net"
 
-// peekConn cannot look at a socket without reading it here: a connection
-// is taken as usable, and a request that meets a closed one is retried by
-// the rules of retryOrigin.
-func peekConn(net.Conn) connState { return connIdle }
+// peeker cannot look at a socket without reading it here: a connection is
+// taken as usable, and a request that meets a closed one is retried by the
+// rules of retryOrigin.
+type peeker struct{}
+
+func newPeeker(net.Conn) *peeker { return &peeker{} }
+
+func (*peeker) peek() connState { return connIdle }

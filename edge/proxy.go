@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -26,6 +27,7 @@ var (
 	hdrExpect          = []byte("Expect")
 	valHTTPS           = []byte("https")
 	valRevalidated     = []byte("REVALIDATED")
+	valStale           = []byte("STALE")
 )
 
 // errBodyLimit is returned while streaming a request body past
@@ -33,10 +35,13 @@ var (
 var errBodyLimit = errors.New("edge: request body too large")
 
 // proxy answers a request for a server app or function after Shield: from
-// the RFC 9111 shared cache when the origin allowed it, otherwise forwarded
-// to the origin with the pooled client, the request body streamed, the
-// response streamed back unless it is to be stored. It returns the time the
-// origin took to answer (0 when it was not asked).
+// the RFC 9111 shared cache when the origin allowed it (fresh, or stale
+// within stale-while-revalidate with one background refresh, or stale
+// instead of an origin failure where RFC 5861 §4 and RFC 9111 §4.2.4 allow
+// it), otherwise forwarded to the origin with the pooled client, the
+// request body streamed, the response streamed back (and captured for the
+// cache when it has no Content-Length) unless it is stored whole first. It
+// returns the time the origin took to answer (0 when it was not asked).
 func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p proto) (upstream time.Duration) {
 	dep := st.dep
 	req := &ctx.Request
@@ -54,6 +59,12 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 	switch res.State {
 	case cache.Hit:
 		e.respondShared(ctx, res.Entry, valHit, p)
+		return
+	case cache.StaleWhileRevalidate: // RFC 5861 §3
+		e.respondShared(ctx, res.Entry, valStale, p)
+		if res.Refresh {
+			e.refresh(ctx, st, res.Entry, client)
+		}
 		return
 	case cache.GatewayTimeout:
 		e.originError(ctx, st, p, fasthttp.StatusGatewayTimeout)
@@ -78,7 +89,7 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 	received := e.now()
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
-		e.forwardError(ctx, st, p, err)
+		e.failed(ctx, st, p, res, err)
 		return
 	}
 	if res.State == cache.Revalidate && resp.StatusCode() == fasthttp.StatusNotModified {
@@ -95,28 +106,46 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 		upstream = time.Since(t0)
 		if err != nil {
 			fasthttp.ReleaseResponse(resp)
-			e.forwardError(ctx, st, p, err)
+			e.failed(ctx, st, p, res, err)
 			return
 		}
 		received = e.now()
 	}
-	e.metrics.originStatus(st.kind, resp.StatusCode())
+	status := resp.StatusCode()
+	e.metrics.originStatus(st.kind, status)
+	if res.Entry != nil || res.Stale != nil {
+		// RFC 5861 §4: a stored response may stand in for a 5xx.
+		if ent, ok := e.cache.StaleOnError(req, res, status); ok {
+			fasthttp.ReleaseResponse(resp)
+			e.metrics.staleServed.Inc()
+			e.respondShared(ctx, ent, valStale, p)
+			return
+		}
+	}
 	buffered := false
+	var capture *cache.Capture
 	if req.Header.IsGet() {
 		e.hints.learn(dep.target, ctx.Path(), &resp.Header)
 		if d := cache.Decide(req, resp, sent, received); d.Storable() {
-			if cl := resp.Header.ContentLength(); cl >= 0 && int64(cl) <= e.cache.MaxEntryBytes() {
+			cl := resp.Header.ContentLength()
+			if !resp.IsBodyStream() || cl >= 0 && int64(cl) <= e.cache.MaxEntryBytes() {
 				resp.Body() // read the whole body to store it
 				buffered = true
 				e.cache.Store(dep.target, req, resp, sent, received)
+			} else {
+				// Chunked (or announced past the bound, which Capture
+				// refuses): stored while it streams (RFC 9111 §3).
+				capture, _ = e.cache.Capture(dep.target, req, resp, sent, received)
 			}
 		}
 	} else {
-		e.cache.Store(dep.target, req, resp, sent, received) // invalidates on unsafe methods
+		e.cache.Store(dep.target, req, resp, sent, received) // invalidates on unsafe methods (RFC 9111 §4.4)
 	}
 	rh := &ctx.Response.Header
 	resp.Header.CopyTo(rh)
 	stripHopByHop(rh)
+	cache.KeepDate(rh, received) // the origin's Date, unchanged (RFC 9110 §6.6.1)
+	cache.StripTargeted(rh)      // CDN-Cache-Control is for this cache only (RFC 9213)
 	rh.SetCanonical(hdrXCache, valMiss)
 	e.securityHeaders(rh, p, true)
 	if req.Header.IsHead() || buffered || !resp.IsBodyStream() {
@@ -129,11 +158,35 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 				rh.SetContentLength(cl)
 			}
 		}
+		if capture != nil {
+			capture.Abort()
+		}
 		fasthttp.ReleaseResponse(resp)
 		return
 	}
-	ctx.Response.SetBodyStream(&originBody{resp: resp, r: resp.BodyStream()}, resp.Header.ContentLength())
+	ob := originBodyPool.Get().(*originBody)
+	ob.resp, ob.r, ob.cp = resp, resp.BodyStream(), capture
+	if resp.Header.ContentLength() == -1 {
+		ob.chunked = responseConn(resp)
+	}
+	ctx.Response.SetBodyStream(ob, resp.Header.ContentLength())
 	return upstream
+}
+
+// failed answers a forward that got no response: the stored response
+// when it may stand in (RFC 5861 §4, RFC 9111 §4.2.4: the origin is
+// unreachable or timed out), otherwise the error.
+func (e *Edge) failed(ctx *fasthttp.RequestCtx, st *site, p proto, res cache.Result, err error) {
+	if !errors.Is(err, errBodyLimit) && (res.Entry != nil || res.Stale != nil) {
+		if ent, ok := e.cache.StaleOnError(&ctx.Request, res, 0); ok {
+			e.metrics.staleServed.Inc()
+			e.log.Warn("edge: origin failed; served a stored response", "site", st.host, "kind", st.kind.String(),
+				"origin", st.dep.origin.base, "err", err)
+			e.respondShared(ctx, ent, valStale, p)
+			return
+		}
+	}
+	e.forwardError(ctx, st, p, err)
 }
 
 // doOrigin sends req to o within OriginTimeout. A request that met pooled
@@ -174,18 +227,18 @@ func (e *Edge) outbound(out *fasthttp.Request, ctx *fasthttp.RequestCtx, o *orig
 	out.UseHostHeader = true
 
 	peer := peerAddr(ctx)
-	var buf [64]byte
-	addr := peer.AppendTo(buf[:0])
+	// X-Forwarded-For: a trusted proxy's list with the peer appended, else
+	// the peer alone. Built on the stack (fasthttp copies the value), so a
+	// usual list costs no allocation.
+	var buf [256]byte
+	xff := buf[:0]
 	if e.trusted.trusted(peer) {
 		if prior := in.Header.Peek(headerXFF); len(prior) > 0 {
-			v := append(append(append([]byte(nil), prior...), ", "...), addr...)
-			out.Header.Set(headerXFF, string(v))
-		} else {
-			out.Header.SetBytesV(headerXFF, addr)
+			xff = append(append(xff, prior...), ", "...)
 		}
-	} else {
-		out.Header.SetBytesV(headerXFF, addr)
 	}
+	xff = peer.AppendTo(xff)
+	out.Header.SetBytesV(headerXFF, xff)
 	out.Header.SetBytesKV(hdrXRealIP, client.AppendTo(buf[:0]))
 	out.Header.SetBytesKV(hdrXForwardedProto, valHTTPS)
 	out.Header.SetBytesKV(hdrXForwardedHost, in.Header.Host())
@@ -252,16 +305,13 @@ func stripHopByHop(h *fasthttp.ResponseHeader) {
 	}
 }
 
-// respondShared answers from a shared-cache entry, or 304 when the
-// visitor's own validators match it.
+// respondShared answers from a shared-cache entry: 304 when the visitor's
+// own validators match it, 206 or 416 for a Range, else the whole stored
+// response, with the origin's Date and the entry's Age. It does not
+// allocate.
 func (e *Edge) respondShared(ctx *fasthttp.RequestCtx, ent *cache.SharedEntry, xcache []byte, p proto) {
-	ent.Respond(&ctx.Response, e.now())
+	ent.RespondTo(&ctx.Response, &ctx.Request.Header, e.now())
 	rh := &ctx.Response.Header
-	if ent.Status() == fasthttp.StatusOK && ent.NotModified(&ctx.Request.Header) {
-		rh.SetStatusCode(fasthttp.StatusNotModified)
-		ctx.Response.ResetBody()
-		ctx.Response.SkipBody = true
-	}
 	rh.SetCanonical(hdrXCache, xcache)
 	e.securityHeaders(rh, p, true)
 }
@@ -300,18 +350,59 @@ func (e *Edge) originError(ctx *fasthttp.RequestCtx, st *site, p proto, status i
 }
 
 // originBody streams an origin's response body to the visitor and returns
-// the response (and its connection) to the pool when done.
+// the response (and its connection) to the pool when done. With cp, the
+// body is copied into the shared cache as it passes and stored at a clean
+// end (EOF); an error, or a close before the end, drops the copy.
+//
+// fasthttp's streamed chunked reader reports a body cut by the origin
+// between two chunks (the connection closed before the last chunk) as
+// io.EOF, like a complete one. For a chunked body, chunked is the origin
+// connection: when it met its end or an error, the body was cut, and
+// originBody reports io.ErrUnexpectedEOF instead, so the visitor's
+// response is cut too (no last chunk is written) and nothing is stored.
 type originBody struct {
-	resp *fasthttp.Response
-	r    io.Reader
+	resp    *fasthttp.Response
+	r       io.Reader
+	cp      *cache.Capture
+	chunked *originConn
 }
 
-func (b *originBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b *originBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF && b.chunked != nil && b.chunked.ended.Load() {
+		err = io.ErrUnexpectedEOF
+	}
+	if b.cp != nil {
+		if n > 0 {
+			b.cp.Write(p[:n])
+		}
+		switch {
+		case err == io.EOF:
+			b.cp.Finish()
+			b.cp = nil
+		case err != nil:
+			b.cp.Abort()
+			b.cp = nil
+		}
+	}
+	return n, err
+}
 
+// Close releases the response and returns b to its pool; fasthttp calls
+// it once, when the body is written or the connection failed.
 func (b *originBody) Close() error {
-	fasthttp.ReleaseResponse(b.resp)
+	if b.cp != nil {
+		b.cp.Abort() // the visitor went away or the body was cut
+	}
+	if b.resp != nil {
+		fasthttp.ReleaseResponse(b.resp)
+	}
+	*b = originBody{}
+	originBodyPool.Put(b)
 	return nil
 }
+
+var originBodyPool = sync.Pool{New: func() any { return new(originBody) }}
 
 // limitReader fails with errBodyLimit past n bytes.
 type limitReader struct {

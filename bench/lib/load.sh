@@ -37,9 +37,19 @@ deny http caddy http://127.0.0.1:$CADDY_RULES_HTTP/ $s $DENY_IP refused
 country https edge https://127.0.0.1:$EDGE_HTTPS/ $s $COUNTRY_IP refused
 country https nginx+rules https://127.0.0.1:$NGINX_RULES_HTTPS/ $s $COUNTRY_IP refused
 country http nginx+rules http://127.0.0.1:$NGINX_RULES_HTTP/ $s $COUNTRY_IP refused
+page4k h2 edge https://127.0.0.1:$EDGE_HTTPS/ $s $ALLOW_IP ok
+page4k h2 nginx https://127.0.0.1:$NGINX_HTTPS/ $s $ALLOW_IP ok
+page4k h2 caddy https://127.0.0.1:$CADDY_HTTPS/ $s $ALLOW_IP ok
+page4k h3 edge https://127.0.0.1:$EDGE_HTTPS/ $s $ALLOW_IP ok
+page4k h3 caddy https://127.0.0.1:$CADDY_HTTPS/ $s $ALLOW_IP ok
 proxy https edge https://127.0.0.1:$EDGE_HTTPS/api/items $a $ALLOW_IP ok
 proxy https nginx https://127.0.0.1:$NGINX_PROXY_HTTPS/api/items $a $ALLOW_IP ok
 proxy https caddy https://127.0.0.1:$CADDY_PROXY_HTTPS/api/items $a $ALLOW_IP ok
+proxy h2 edge https://127.0.0.1:$EDGE_HTTPS/api/items $a $ALLOW_IP ok
+proxy h2 nginx https://127.0.0.1:$NGINX_PROXY_HTTPS/api/items $a $ALLOW_IP ok
+proxy h2 caddy https://127.0.0.1:$CADDY_PROXY_HTTPS/api/items $a $ALLOW_IP ok
+proxy h3 edge https://127.0.0.1:$EDGE_HTTPS/api/items $a $ALLOW_IP ok
+proxy h3 caddy https://127.0.0.1:$CADDY_PROXY_HTTPS/api/items $a $ALLOW_IP ok
 proxy http nginx http://127.0.0.1:$NGINX_PROXY_HTTP/api/items $a $ALLOW_IP ok
 proxy http caddy http://127.0.0.1:$CADDY_PROXY_HTTP/api/items $a $ALLOW_IP ok
 redirect http edge http://127.0.0.1:$EDGE_HTTP/ $s $ALLOW_IP ok
@@ -63,8 +73,14 @@ selected_cells() {
 # an error page.
 check_cell() {
 	local w=$1 p=$2 s=$3 url=$4 host=$5 xff=$6 out code size want_code want_size=""
-	out=$(curl -sk -o /dev/null -w '%{http_code} %{size_download}' -H "Host: $host" -H "X-Forwarded-For: $xff" \
-		-A "$BENCH_UA" "$url") || die "$w $p $s: $url does not answer"
+	case $p in
+	h2 | h3) # curl has no HTTP/3 in Debian: the load generator checks both
+		out=$("$WORK/loadgen" -proto "$p" -check -H "Host: $host" -H "X-Forwarded-For: $xff" \
+			-H "User-Agent: $BENCH_UA" "$url" 2>&1) || die "$w $p $s: $url does not answer over $p: $out" ;;
+	*)
+		out=$(curl -sk -o /dev/null -w '%{http_code} %{size_download}' -H "Host: $host" -H "X-Forwarded-For: $xff" \
+			-A "$BENCH_UA" "$url") || die "$w $p $s: $url does not answer" ;;
+	esac
 	code=${out% *} size=${out#* }
 	case $w in
 	page4k) want_code=200 want_size=4096 ;;
@@ -115,17 +131,33 @@ wrk_run() { # DURATION URL HOST XFF
 		-H "Host: $3" -H "X-Forwarded-For: $4" -H "User-Agent: $BENCH_UA" -H 'Accept: */*' "$2"
 }
 
+# loadgen_run PROTO DURATION URL HOST XFF: HTTP/2 or HTTP/3 with
+# bench/cmd/loadgen (wrk speaks HTTP/1.1 only): $CONNS requests in flight
+# over $H_CONNS connections, one core like wrk, the same headers; it prints
+# the same BENCHJSON line as wrk.lua.
+loadgen_run() {
+	taskset -c "$CLIENT_CPU" env GOMAXPROCS=1 "$WORK/loadgen" -proto "$1" -c "$CONNS" -conns "$H_CONNS" -d "$2s" -timeout 10s \
+		-H "Host: $4" -H "X-Forwarded-For: $5" -H "User-Agent: $BENCH_UA" -H 'Accept: */*' "$3"
+}
+
+load_run() { # PROTO DURATION URL HOST XFF
+	case $1 in
+	h2 | h3) loadgen_run "$@" ;;
+	*) wrk_run "${@:2}" ;;
+	esac
+}
+
 # run_cell ROUND W P S URL HOST XFF EXPECT appends one line to results.jsonl.
 run_cell() {
 	local round=$1 w=$2 p=$3 s=$4 url=$5 host=$6 xff=$7 expect=$8 s0 s1 c0 c1 f0 f1 out json
-	wrk_run "$WARMUP" "$url" "$host" "$xff" >/dev/null 2>&1 || true
+	load_run "$p" "$WARMUP" "$url" "$host" "$xff" >/dev/null 2>&1 || true
 	f0=$(foreign_ticks)
 	s0=$(cpu_ticks "$SERVER_CPU") c0=$(cpu_ticks "$CLIENT_CPU")
-	out=$(wrk_run "$DURATION" "$url" "$host" "$xff" 2>&1) || die "wrk failed on $w $p $s: $out"
+	out=$(load_run "$p" "$DURATION" "$url" "$host" "$xff" 2>&1) || die "the load generator failed on $w $p $s: $out"
 	s1=$(cpu_ticks "$SERVER_CPU") c1=$(cpu_ticks "$CLIENT_CPU")
 	f1=$(foreign_ticks)
 	json=$(grep '^BENCHJSON ' <<<"$out" | cut -d' ' -f2-)
-	[[ -n $json ]] || die "no result from wrk on $w $p $s: $out"
+	[[ -n $json ]] || die "no result from the load generator on $w $p $s: $out"
 	printf '{"round":%d,"workload":"%s","proto":"%s","server":"%s","expect":"%s","cpu_server":%s,"cpu_client":%s,"steal_server":%s,"foreign_cpu":%s,"wrk":%s}\n' \
 		"$round" "$w" "$p" "$s" "$expect" "$(pct 1 "$s0" "$s1")" "$(pct 1 "$c0" "$c1")" "$(pct 3 "$s0" "$s1")" \
 		"$(awk -v f="$((f1 - f0))" -v a="$s0" -v b="$s1" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[2] - x[2]; printf "%.1f", (t > 0 ? 100 * f / t : 0) }')" "$json" >>"$OUT/results.jsonl"

@@ -92,13 +92,13 @@ $(nginx_http "$dir")
 
     server {
         listen 127.0.0.1:$NGINX_HTTP backlog=4096;
-        listen 127.0.0.1:$NGINX_HTTPS ssl backlog=4096;
+        listen 127.0.0.1:$NGINX_HTTPS ssl http2 backlog=4096;
         root $SITE;
         index index.html;
     }
     server {
         listen 127.0.0.1:$NGINX_RULES_HTTP backlog=4096;
-        listen 127.0.0.1:$NGINX_RULES_HTTPS ssl backlog=4096;
+        listen 127.0.0.1:$NGINX_RULES_HTTPS ssl http2 backlog=4096;
         set_real_ip_from 127.0.0.1;
         real_ip_header X-Forwarded-For;
         real_ip_recursive on;
@@ -111,7 +111,7 @@ $(nginx_http "$dir")
     }
     server {
         listen 127.0.0.1:$NGINX_PROXY_HTTP backlog=4096;
-        listen 127.0.0.1:$NGINX_PROXY_HTTPS ssl backlog=4096;
+        listen 127.0.0.1:$NGINX_PROXY_HTTPS ssl http2 backlog=4096;
         location / {
             proxy_pass http://origin;
             proxy_http_version 1.1;
@@ -186,6 +186,10 @@ write_caddy() {
 {
 	admin off
 	auto_https off
+	# HTTP/1.1 and HTTP/2 over TCP, HTTP/3 over UDP on the same port (the rows h2, h3).
+	servers {
+		protocols h1 h2 h3
+	}
 }
 
 (files) {

@@ -10,10 +10,11 @@ prepare() {
 	# shellcheck disable=SC2034 # read by lib/peers.sh and lib/record.sh
 	VARNISHD=$(command -v varnishd || echo /usr/sbin/varnishd)
 	check_ports
-	log "building bin/platform and bench/cmd/benchkit; fetching the country database when missing"
+	log "building bin/platform, bench/cmd/benchkit and bench/cmd/loadgen; fetching the country database when missing"
 	make -s -C "$ROOT" build geodata GO="$GO" >/dev/null
 	fresh_workdir
 	"$GO" build -o "$WORK/benchkit" "$ROOT/bench/cmd/benchkit"
+	"$GO" build -o "$WORK/loadgen" "$ROOT/bench/cmd/loadgen"
 	OUT=$ROOT/bench/out/$kind-$(date -u +%Y%m%dT%H%M%SZ)
 	mkdir -p "$OUT"
 	ln -sfn "$(basename "$OUT")" "$ROOT/bench/out/latest${kind:+-$kind}"

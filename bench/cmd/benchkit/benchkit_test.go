@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -78,5 +79,32 @@ func TestResultValid(t *testing.T) {
 				t.Errorf("valid = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestTableProtocols: HTTP/2 and HTTP/3 rows come after HTTPS, each with
+// its own ratio against the edge on the same protocol.
+func TestTableProtocols(t *testing.T) {
+	mk := func(proto, server string, reqs float64) result {
+		return result{Round: 1, Workload: "page4k", Proto: proto, Server: server, Expect: "ok",
+			Wrk: wrkStats{Requests: reqs, DurationUS: 1e6, P99: 1000}}
+	}
+	cells := map[cellKey][]result{}
+	for _, r := range []result{mk("https", "edge", 300), mk("https", "nginx", 100), mk("h2", "edge", 200), mk("h2", "nginx", 100),
+		mk("h3", "edge", 150), mk("h3", "caddy", 100)} {
+		k := cellKey{r.Workload, r.Proto, r.Server}
+		cells[k] = append(cells[k], r)
+	}
+	var b strings.Builder
+	printTable(&b, cells)
+	out := b.String()
+	for _, want := range []string{"| HTTPS | nginx | 100 | 0.000 | 1.00 | 3.00 | 1.00 |", "| HTTP/2 | nginx | 100 | 0.000 | 1.00 | 2.00 | 1.00 |",
+		"| HTTP/3 | caddy | 100 | 0.000 | 1.00 | 1.50 | 1.00 |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "HTTP/2 | edge") < strings.Index(out, "HTTPS | nginx") || strings.Index(out, "HTTP/3 | edge") < strings.Index(out, "HTTP/2 | nginx") {
+		t.Errorf("rows out of order:\n%s", out)
 	}
 }

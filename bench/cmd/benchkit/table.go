@@ -68,6 +68,14 @@ var workloads = []struct{ key, title string }{
 	{"redirect", "plain HTTP redirect to HTTPS"},
 }
 
+// protos in table order: HTTP/1.1 over TLS (wrk), HTTP/2 over TLS and
+// HTTP/3 (bench/cmd/loadgen), plain HTTP/1.1 (wrk). Each protocol's rows
+// have their own ratios, against the edge on the same protocol.
+var protos = []string{"https", "h2", "h3", "http"}
+
+// protoTitles are the proto column's words.
+var protoTitles = map[string]string{"https": "HTTPS", "h2": "HTTP/2", "h3": "HTTP/3", "http": "HTTP"}
+
 // servers in table order.
 var servers = []string{"edge", "nginx", "nginx+rules", "varnish", "caddy"}
 
@@ -116,7 +124,7 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	notes := map[string]bool{}
 	for _, wl := range workloads {
-		for _, proto := range []string{"https", "http"} {
+		for _, proto := range protos {
 			for _, s := range servers {
 				rs := cells[cellKey{wl.key, proto, s}]
 				if len(rs) == 0 {
@@ -152,7 +160,7 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 				}
 				lo, hi := minMax(rs, func(r result) float64 { return r.rps() })
 				fmt.Fprintf(w, "| %s | %s | %s%s | %s | %s | %s | %s | %s | %s–%s | %s |\n",
-					wl.title, strings.ToUpper(proto), s, mark,
+					wl.title, protoTitles[proto], s, mark,
 					num(median(rs, func(r result) float64 { return r.rps() })),
 					ms(median(rs, func(r result) float64 { return r.Wrk.P50 })),
 					ms(median(rs, func(r result) float64 { return r.Wrk.P99 })),
@@ -168,7 +176,7 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 		fmt.Fprintln(w, "² Some run of this cell had socket errors or answers of an unexpected status (see results.jsonl): do not trust it.")
 	}
 	if notes["3"] {
-		fmt.Fprintln(w, "³ The load generator's core was at least 90 % busy: wrk may be the limit, so req/s is a lower bound and latency includes client queueing.")
+		fmt.Fprintln(w, "³ The load generator's core was at least 90 % busy: wrk (or loadgen for HTTP/2 and HTTP/3) may be the limit, so req/s is a lower bound and latency includes client queueing.")
 	}
 	if notes["4"] {
 		fmt.Fprintln(w, "⁴ In some run of this cell other processes on the machine used at least 5 % of a core, or the hypervisor took 5 % of the server core (steal): expect noise.")
