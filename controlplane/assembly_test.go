@@ -107,3 +107,34 @@ func TestPaymentsThroughTheAssembly(t *testing.T) {
 		t.Fatalf("delete with a payable link: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestStorageMeasuredThroughTheAssembly pushes a commit, deploys it, runs
+// the daily measurement, and reads the bytes and objects the workspace
+// stores in the usage report: a file kept in both the repo and the
+// deployment counts once per place.
+func TestStorageMeasuredThroughTheAssembly(t *testing.T) {
+	e := cptest.New(t)
+	prj := e.CreateProject("Stored")
+	var repo struct{ Repo struct{ ID string } }
+	e.Owner.Must(http.StatusCreated, "POST", "/api/repos", map[string]any{"name": "site"}).JSON(t, &repo)
+	page := strings.Repeat("x", 1000)
+	e.Owner.Must(http.StatusCreated, "POST", "/api/repos/"+repo.Repo.ID+"/commits", map[string]any{"message": "one",
+		"files": []map[string]any{{"path": "index.html", "content": page}, {"path": "copy.html", "content": page}, {"path": "a.txt", "content": "abc"}}})
+	e.Owner.Must(http.StatusAccepted, "POST", "/api/repos/"+repo.Repo.ID+"/deploy", map[string]any{"projectId": prj, "commit": 1})
+	e.CP.Deploys().Wait()
+	if _, err := e.CP.Jobs.RunDue(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Storage struct {
+			Bytes, Objects int64
+			MeasuredAt     *string
+		} `json:"storage"`
+	}
+	e.Owner.Must(http.StatusOK, "GET", "/api/usage?period=7d", nil).JSON(t, &rep)
+	// Two distinct blobs (1,000 bytes and 3 bytes) in the repo and again in
+	// the deployment.
+	if rep.Storage.Bytes != 2*1003 || rep.Storage.Objects != 4 || rep.Storage.MeasuredAt == nil {
+		t.Fatalf("storage = %+v, want 2006 bytes in 4 objects, measured", rep.Storage)
+	}
+}

@@ -54,3 +54,18 @@ func (cp *ControlPlane) databaseSizes(ctx context.Context, workspace string) ([]
 	}
 	return out, err
 }
+
+// storageSizes gives the usage measurement what the workspace stores in the
+// blob store: its repos (workspace-wide) and each project's deployments.
+func (cp *ControlPlane) storageSizes(ctx context.Context, workspace string) ([]usage.Size, error) {
+	bytes, objects, err := cp.repos.Stored(ctx, workspace)
+	if err != nil {
+		return nil, err
+	}
+	out := []usage.Size{{Resource: "repos", Bytes: bytes, Objects: objects}}
+	deployed, err := cp.deploys.Stored(ctx, workspace)
+	for _, d := range deployed {
+		out = append(out, usage.Size{Project: d.Project, Resource: "deployments", Bytes: d.Bytes, Objects: d.Objects})
+	}
+	return out, err
+}

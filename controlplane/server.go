@@ -379,7 +379,8 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 			rs, err := cp.repos.List(ctx, ws)
 			return len(rs), err
 		}},
-		Sizers:     map[string]usage.Sizer{usage.KindDatabases: usage.SizerFunc(cp.databaseSizes)},
+		Sizers: map[string]usage.Sizer{usage.KindDatabases: usage.SizerFunc(cp.databaseSizes),
+			usage.KindStorage: usage.SizerFunc(cp.storageSizes)},
 		Workspaces: func(ctx context.Context) ([]string, error) { return accounts.WorkspaceIDs(ctx, cp.DB) },
 		Sources: map[string]usage.Source{
 			"projects": usage.ProjectsSource{Projects: cp.Projects},

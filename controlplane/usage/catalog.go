@@ -37,7 +37,7 @@ var Catalog = []MetricInfo{
 	{metering.AICostMicros, "micro_dollars", "ai", ""},
 	{metering.MediaMinutesProcessed, "minutes", "media", ""},
 	{metering.MediaStoredBytes, "bytes", "media", ""},
-	{metering.AgentRuns, "count", "agents", "agent runs are not recorded yet (agents are being built): always 0"},
+	{metering.AgentRuns, "count", "agents", ""},
 	{metering.FunctionTestRuns, "count", "functions", "function test runs are not recorded yet: always 0"},
 	{metering.AppRunSeconds, "seconds", "runtime", "server-app running time is not recorded yet: always 0"},
 	{metering.MemoryOperations, "count", "memory", "memory stores are not built yet: always 0"},
