@@ -3,6 +3,7 @@ package controlplane_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -137,4 +138,35 @@ func TestStorageMeasuredThroughTheAssembly(t *testing.T) {
 	if rep.Storage.Bytes != 2*1003 || rep.Storage.Objects != 4 || rep.Storage.MeasuredAt == nil {
 		t.Fatalf("storage = %+v, want 2006 bytes in 4 objects, measured", rep.Storage)
 	}
+}
+
+// TestFailingWebhookNeedsAttention sets a webhook on a receiver whose
+// certificate the platform does not trust, sends a ping, lets the delivery
+// job try it, and finds the failing deliveries on the attention list.
+func TestFailingWebhookNeedsAttention(t *testing.T) {
+	receiver := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(receiver.Close)
+	e := cptest.New(t)
+	prj := e.CreateProject("Hooks")
+	var acct struct {
+		Account struct{ ID string } `json:"account"`
+	}
+	e.Owner.Must(http.StatusOK, "POST", "/api/projects/"+prj+"/payments", nil).JSON(t, &acct)
+	e.Owner.Must(http.StatusOK, "PATCH", "/api/payments/"+acct.Account.ID, map[string]any{"action": "set-webhook", "webhookUrl": receiver.URL + "/hook"})
+	e.Owner.Must(http.StatusOK, "PATCH", "/api/payments/"+acct.Account.ID, map[string]any{"action": "test-webhook"})
+	if _, err := e.CP.Jobs.RunDue(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var att struct {
+		Items []struct {
+			Kind, ProjectID, Reason string
+		} `json:"items"`
+	}
+	e.Owner.Must(http.StatusOK, "GET", "/api/attention", nil).JSON(t, &att)
+	for _, it := range att.Items {
+		if it.Kind == "webhooks_failing" && it.ProjectID == prj {
+			return
+		}
+	}
+	t.Fatalf("no failing-webhook item in %+v", att.Items)
 }

@@ -69,3 +69,16 @@ func (cp *ControlPlane) storageSizes(ctx context.Context, workspace string) ([]u
 	}
 	return out, err
 }
+
+// failingWebhooks gives the attention list the payments area's failing
+// webhook deliveries.
+type failingWebhooks struct{ cp *ControlPlane }
+
+func (f failingWebhooks) FailingWebhooks(ctx context.Context, workspace string) ([]usage.FailingWebhook, error) {
+	ws, err := f.cp.payments.FailingWebhooks(ctx, workspace)
+	out := make([]usage.FailingWebhook, len(ws))
+	for i, w := range ws {
+		out[i] = usage.FailingWebhook{ProjectID: w.ProjectID, AccountID: w.AccountID, Failed: w.Failed, LastError: w.LastError, Since: w.Since}
+	}
+	return out, err
+}

@@ -389,6 +389,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 			"credit":   usage.CreditSource{Credits: cp.Billing, Meter: cp.Meter, Clock: clk},
 			"shield":   usage.ShieldSource{Shield: cp.shield, Changes: cp.Audit, Clock: clk},
 			"refunds":  usage.RefundsSource{Projects: cp.Projects, Payments: cp.payments},
+			"webhooks": usage.WebhooksSource{Webhooks: failingWebhooks{cp}},
 		},
 		Logger: log}); err != nil {
 		return nil, err
