@@ -13,9 +13,10 @@ FUZZTIME  ?= 60s
 .PHONY: run build test check lint vet fmt-check geodata fuzz bench clean
 
 ## run: build, fetch the country database once, start `platform serve` on embedded defaults
-## (a local development setup: app origins and webhooks on this machine are allowed)
+## (a local development setup: app origins and webhooks on this machine are allowed, and
+## deployed apps run as your user without a sandbox; production uses --app-sandbox bwrap)
 run: build geodata
-	$(BIN) serve --data $(DATA) --allow-private-networks
+	$(BIN) serve --data $(DATA) --allow-private-networks --app-sandbox none
 
 ## build: the one binary
 build:

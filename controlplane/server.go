@@ -94,6 +94,9 @@ type Config struct {
 	// AI configures the AI gateway: providers and catalogue overrides from
 	// the --ai-config file (ai.LoadConfig); empty answers 503 ai_unavailable.
 	AI ai.Config `json:"ai"`
+	// Runtime runs the apps, worker programs and functions users deploy
+	// (Sandbox "": off, and such deploys answer 503 runtime_unavailable).
+	Runtime RuntimeConfig `json:"runtime"`
 	// Payments configures the payments area (processor, hosted page base
 	// URL: the API's address).
 	Payments payments.Config `json:"payments"`
@@ -282,7 +285,13 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	cp.Projects.AddDependent(cp.edgeSync.Dependent())
 	cp.repos = repos.New(cp.DB, cp.blobs, clk, cp.Audit)
 	cp.cdn = cdn.New(cp.DB, clk, cp.Audit, cp.edgeSync)
-	if cp.deploys, err = deploys.New(ctx, deploys.Config{DB: cp.DB, Blobs: cp.blobs, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
+	// The runtime is closed after deploys (closers run in reverse order).
+	rt, closeRT, err := newRuntime(ctx, cfg.Runtime, cfg.DataDir, clk, log)
+	if err != nil {
+		return nil, err
+	}
+	cp.onClose(closeRT)
+	if cp.deploys, err = deploys.New(ctx, deploys.Config{Runtime: rt, DB: cp.DB, Blobs: cp.blobs, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
 		Sealer: cp.Sealer, Logger: log, Projects: cp.Projects, Repos: cp.repos, Settings: hostingSettings{cp}, Pub: cp.edgeSync,
 		AllowPrivateNetworks: cfg.AllowPrivateNetworks, OwnAddrs: cfg.OwnAddrs}); err != nil {
 		return nil, err

@@ -34,6 +34,9 @@ type options struct {
 	stripeBaseURL  string
 	accessLog      string
 	rtmpAddr       string
+	appSandbox     string
+	runtimeDir     string
+	appIdle        string
 	// allowPrivate lets app/function origins and webhook URLs be on
 	// loopback, private or link-local addresses.
 	allowPrivate bool
@@ -71,6 +74,9 @@ func (o *options) defs() []flagDef {
 		{"stripe-key", "STRIPE_SECRET_KEY", "", "payments: the Stripe secret key, with --payments-processor stripe", &o.stripeKey},
 		{"stripe-base-url", "PLATFORM_STRIPE_BASE_URL", "", "payments: Stripe API base URL (default Stripe's; stripe-mock in tests)", &o.stripeBaseURL},
 		{"rtmp-addr", "PLATFORM_RTMP_ADDR", "127.0.0.1:1935", "media: live ingest (RTMP, Debian nginx + libnginx-mod-rtmp); empty turns live channels off", &o.rtmpAddr},
+		{"app-sandbox", "PLATFORM_APP_SANDBOX", "", "run deployed apps, workers and functions: bwrap (bubblewrap + prlimit, as root), none (no isolation: development only) or empty (off: such deploys answer 503)", &o.appSandbox},
+		{"runtime-dir", "PLATFORM_RUNTIME_DIR", "", "where running apps' directories live, outside --data (default <data>.runtime)", &o.runtimeDir},
+		{"app-idle-timeout", "PLATFORM_APP_IDLE_TIMEOUT", "15m", "stop an app with no connection for this long; the next request wakes it (0s: never)", &o.appIdle},
 		{"access-log", "PLATFORM_ACCESS_LOG", "", "edge: one JSON line per request to this file, or - for stdout (off when empty)", &o.accessLog},
 	}
 }

@@ -54,6 +54,12 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 	// The admin listener's registry carries the control plane's metrics
 	// (platform_api_*, platform_store_*) next to the process and edge ones.
 	reg := newRegistry()
+	rtCfg, err := runtimeConfig(o)
+	if err != nil {
+		apiLn.Close()
+		adminLn.Close()
+		return err
+	}
 	var aiCfg ai.Config
 	if o.aiConfig != "" {
 		if aiCfg, err = ai.LoadConfig(o.aiConfig); err != nil {
@@ -71,6 +77,7 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 		APIBaseURL:           "http://" + apiLn.Addr().String(),
 		Payments:             payments.Config{Processor: o.payProcessor, StripeKey: o.stripeKey, StripeBaseURL: o.stripeBaseURL},
 		Media:                mediaConfig(o),
+		Runtime:              rtCfg,
 	})
 	if err != nil {
 		apiLn.Close()
@@ -346,4 +353,21 @@ func mediaConfig(o options) media.Config {
 		c.Live = &media.LiveConfig{Listen: o.rtmpAddr}
 	}
 	return c
+}
+
+// runtimeConfig reads the flags of the runtime that runs deployed code.
+func runtimeConfig(o options) (controlplane.RuntimeConfig, error) {
+	switch o.appSandbox {
+	case "", "bwrap", "none":
+	default:
+		return controlplane.RuntimeConfig{}, fmt.Errorf("--app-sandbox %q: want bwrap, none or empty", o.appSandbox)
+	}
+	idle, err := time.ParseDuration(o.appIdle)
+	if err != nil || idle < 0 {
+		return controlplane.RuntimeConfig{}, fmt.Errorf("--app-idle-timeout %q: want a duration such as 15m (0s: never)", o.appIdle)
+	}
+	if idle == 0 {
+		idle = -1 // the runtime's "never"
+	}
+	return controlplane.RuntimeConfig{Sandbox: o.appSandbox, Dir: o.runtimeDir, IdleTimeout: idle}, nil
 }

@@ -106,3 +106,104 @@ func TestManifestCheckOrigin(t *testing.T) {
 		t.Fatalf("static: %v", err)
 	}
 }
+
+// TestManifestRuntime: run, health and module are validated with the kind
+// they belong to; each refusal names the problem.
+func TestManifestRuntime(t *testing.T) {
+	long := make([]string, MaxRunArgs+1)
+	for i := range long {
+		long[i] = "a"
+	}
+	longJSON := `["` + strings.Join(long, `","`) + `"]`
+	for _, tc := range []struct {
+		name, json, want string // want "" accepts
+	}{
+		{"app run", `{"kind":"app","run":["./server"],"health":"/health"}`, ""},
+		{"app run from PATH", `{"kind":"app","run":["node","server.js"]}`, ""},
+		{"app absolute program", `{"kind":"app","run":["/usr/bin/python3","app.py"]}`, ""},
+		{"app origin", `{"kind":"app","origin":"http://127.0.0.1:3000"}`, ""},
+		{"worker", `{"kind":"worker","run":["./worker"]}`, ""},
+		{"function module", `{"kind":"function","module":"build/fn.wasm"}`, ""},
+		{"function origin", `{"kind":"function","origin":"https://fn.example.com"}`, ""},
+		{"app both", `{"kind":"app","run":["./s"],"origin":"http://127.0.0.1:1"}`, "not both"},
+		{"app neither", `{"kind":"app"}`, "needs run"},
+		{"app empty run", `{"kind":"app","run":[]}`, "names no program"},
+		{"app empty program", `{"kind":"app","run":[""]}`, "names no program"},
+		{"app program escapes", `{"kind":"app","run":["../../bin/sh"]}`, "must be a file of the commit"},
+		{"app program escapes deep", `{"kind":"app","run":["./a/../../x"]}`, "must be a file of the commit"},
+		{"app NUL", `{"kind":"app","run":["./s","a\u0000b"]}`, "not valid text"},
+		{"app too many words", `{"kind":"app","run":` + longJSON + `}`, "at most 64"},
+		{"app run too long", `{"kind":"app","run":["./s","` + strings.Repeat("x", MaxRunBytes) + `"]}`, "at most 4096"},
+		{"app health relative", `{"kind":"app","run":["./s"],"health":"health"}`, "must be a path"},
+		{"app health host", `{"kind":"app","run":["./s"],"health":"//evil.example/"}`, "must be a path"},
+		{"app health space", `{"kind":"app","run":["./s"],"health":"/a b"}`, "must be a path"},
+		{"app health with origin", `{"kind":"app","origin":"http://127.0.0.1:1","health":"/h"}`, "health applies to apps the platform runs"},
+		{"app module", `{"kind":"app","run":["./s"],"module":"x.wasm"}`, "module applies to functions only"},
+		{"worker without run", `{"kind":"worker"}`, "needs run"},
+		{"worker origin", `{"kind":"worker","run":["./w"],"origin":"http://127.0.0.1:1"}`, "no address"},
+		{"worker health", `{"kind":"worker","run":["./w"],"health":"/h"}`, "health applies to apps only"},
+		{"function neither", `{"kind":"function"}`, "needs module"},
+		{"function both", `{"kind":"function","module":"f.wasm","origin":"http://127.0.0.1:1"}`, "not both"},
+		{"function run", `{"kind":"function","run":["./f"]}`, "run applies to apps and worker programs only"},
+		{"function bad module", `{"kind":"function","module":"../f.wasm"}`, "module"},
+		{"static run", `{"run":["./s"]}`, "run applies to apps and worker programs only"},
+		{"static module", `{"module":"f.wasm"}`, "module applies to functions only"},
+		{"worker root", `{"kind":"worker","run":["./w"],"root":"public"}`, "root applies to static sites only"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := ParseManifest([]byte(tc.json))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				if (m.Run != nil || m.Module != "") != m.Managed() {
+					t.Fatalf("Managed() = %v for %+v", m.Managed(), m)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestManifestProgram(t *testing.T) {
+	for run0, want := range map[string]string{"./server": "server", "bin/app": "bin/app", "./a/./b": "a/b", "node": "", "/usr/bin/node": ""} {
+		m := Manifest{Kind: "app", Run: []string{run0}}
+		got, ok := m.Program()
+		if got != want || ok != (want != "") {
+			t.Errorf("Program(%q) = %q %v, want %q", run0, got, ok, want)
+		}
+	}
+}
+
+// FuzzParseManifest: any bytes either fail with an error or give a
+// manifest that validates again unchanged and is of a known kind.
+func FuzzParseManifest(f *testing.F) {
+	for _, s := range []string{`{"kind":"app","run":["./s"],"health":"/h"}`, `{"kind":"function","module":"a/b.wasm"}`,
+		`{"kind":"worker","run":["w"]}`, `{"root":"public"}`, `{"kind":"app","origin":"http://h:1"}`, `{`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseManifest(data)
+		if err != nil {
+			return
+		}
+		again := m
+		if err := again.Validate(); err != nil {
+			t.Fatalf("a parsed manifest does not validate again: %v", err)
+		}
+		switch m.Kind {
+		case "static", "app", "worker", "function":
+		default:
+			t.Fatalf("kind %q accepted", m.Kind)
+		}
+		if m.Managed() && m.Origin != "" {
+			t.Fatalf("both run/module and origin: %+v", m)
+		}
+		if p, ok := m.Program(); ok && (strings.HasPrefix(p, "../") || p == "..") {
+			t.Fatalf("program %q escapes", p)
+		}
+	})
+}

@@ -98,8 +98,8 @@ func TestManifestRefusals(t *testing.T) {
 	tests := []struct{ name, manifest, want string }{
 		{"not JSON", `{`, "not a valid manifest"},
 		{"unknown field", `{"kind":"static","build":"npm"}`, "unknown field"},
-		{"unknown kind", `{"kind":"worker"}`, "not static, app or function"},
-		{"app without origin", `{"kind":"app"}`, "needs an origin"},
+		{"unknown kind", `{"kind":"lambda"}`, "not static, app, worker or function"},
+		{"app without origin", `{"kind":"app"}`, "needs run"},
 		{"origin not http", `{"kind":"function","origin":"ftp://x"}`, "http or https"},
 		{"origin with path", `{"kind":"app","origin":"http://127.0.0.1:1/api"}`, "without a path"},
 		{"static with origin", `{"origin":"http://127.0.0.1:1"}`, "no origin"},

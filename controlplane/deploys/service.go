@@ -19,6 +19,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -94,6 +95,10 @@ type Config struct {
 	AllowPrivateNetworks bool
 	// OwnAddrs are the platform's own listeners: never an origin.
 	OwnAddrs []netip.AddrPort
+	// Runtime runs the apps, worker programs and functions whose manifest
+	// has run or module (engine.Engine); nil refuses them with 503
+	// runtime_unavailable. New resumes the serving ones (see Resume).
+	Runtime Runtime
 }
 
 // DefaultProbeTimeout bounds one origin reachability check.
@@ -112,17 +117,21 @@ type Service struct {
 	health map[string]bool // deployment id -> origin answered at the last probe
 	// dialer probes origins under the same network rule as the edge.
 	dialer *net.Dialer
+	rt     Runtime
 }
 
-// New returns the service and marks deployments a restart interrupted as
-// failed.
+// New returns the service, marks deployments a restart interrupted as
+// failed and, with a runtime, resumes the serving deployments it runs.
 func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.ProbeTimeout == 0 {
 		cfg.ProbeTimeout = DefaultProbeTimeout
 	}
-	s := &Service{cfg: cfg, health: map[string]bool{}, dialer: netguard.Dialer(cfg.AllowPrivateNetworks, cfg.OwnAddrs...)}
+	s := &Service{cfg: cfg, health: map[string]bool{}, dialer: netguard.Dialer(cfg.AllowPrivateNetworks, cfg.OwnAddrs...), rt: cfg.Runtime}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.failInterrupted(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.Resume(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -201,6 +210,17 @@ func (s *Service) Deploy(ctx context.Context, pr *auth.Principal, repoID string,
 	if err == nil {
 		err = m.CheckOrigin(s.cfg.AllowPrivateNetworks)
 	}
+	if err == nil {
+		refs := make([]fileRef, 0, len(snap.Files))
+		for _, f := range snap.Files {
+			refs = append(refs, fileRef{f.Path, f.SHA256})
+		}
+		err = s.checkRunnable(m, refs)
+	}
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return Deployment{}, err
+	}
 	if err != nil {
 		return Deployment{}, api.E(api.KindInvalid, "invalid_manifest", "commit %d: %v", snap.Commit, err)
 	}
@@ -232,7 +252,9 @@ func (s *Service) start(ctx context.Context, pr *auth.Principal, p projects.Proj
 	now := s.cfg.Clock.Now()
 	d := Deployment{ID: store.NewID("dpl"), ProjectID: p.ID, RepoID: src.repoID, RepoName: src.repoName, Commit: src.commit,
 		Source: src.kind, Kind: src.manifest.Kind, Origin: src.manifest.Origin, Root: src.manifest.Root, State: StateDeploying,
-		CDN: cdn.Default().Edge(), EnvKeys: []string{}, Actor: pr.Label(), CreatedAt: now, workspaceID: pr.WorkspaceID}
+		CDN: cdn.Default().Edge(), EnvKeys: []string{}, Actor: pr.Label(), CreatedAt: now, workspaceID: pr.WorkspaceID,
+		Run: src.manifest.Run, Health: src.manifest.Health, Module: src.manifest.Module, managed: src.manifest.Managed(), spec: specOf(src.manifest)}
+	kindCol, rootCol := storedColumns(src.manifest)
 	var replaced *Deployment
 	err := s.cfg.DB.Tx(ctx, func(tx *sql.Tx) error {
 		var running string
@@ -249,7 +271,7 @@ func (s *Service) start(ctx context.Context, pr *auth.Principal, p projects.Proj
 		d.Rollback = replaced != nil && src.kind == "repo" && replaced.RepoID == src.repoID && replaced.Commit > src.commit
 		if _, err := tx.ExecContext(ctx, `INSERT INTO deployments(id, workspace_id, project_id, repo_id, repo_name, commit_number, source, kind, origin, root,
 			state, rollback, actor, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-			d.ID, pr.WorkspaceID, p.ID, d.RepoID, d.RepoName, d.Commit, d.Source, d.Kind, d.Origin, d.Root, stateDeploying, d.Rollback, d.Actor,
+			d.ID, pr.WorkspaceID, p.ID, d.RepoID, d.RepoName, d.Commit, d.Source, kindCol, d.Origin, rootCol, stateDeploying, d.Rollback, d.Actor,
 			store.FormatTime(now)); err != nil {
 			return fmt.Errorf("deploys: start: %w", err)
 		}
@@ -291,6 +313,8 @@ func kindName(kind string) string {
 		return "server app"
 	case snapshot.KindFunction:
 		return "function"
+	case KindWorker:
+		return "worker program"
 	}
 	return "static site"
 }
@@ -364,6 +388,11 @@ func (s *Service) buildAndGoLive(d *Deployment, p projects.Project, src source) 
 		if files, err = s.staticFiles(b, src); err != nil {
 			return err
 		}
+	} else if src.manifest.Managed() {
+		var err error
+		if files, err = s.runtimeFiles(b, src); err != nil {
+			return err
+		}
 	} else {
 		b.logf("%s: requests are forwarded to %s", kindName(d.Kind), d.Origin)
 		if err := probe(ctx, d.Origin, s.cfg.ProbeTimeout, s.dialer); err != nil {
@@ -406,15 +435,38 @@ func (s *Service) buildAndGoLive(d *Deployment, p projects.Project, src source) 
 		return fmt.Errorf("shield settings: %w", err)
 	}
 	shieldJSON := ""
-	if d.Kind == snapshot.KindFunction {
+	if d.Kind == snapshot.KindFunction || d.Kind == KindWorker {
 		d.Shield = &sh
 		raw, _ := json.Marshal(sh)
 		shieldJSON = string(raw)
 	}
 	b.logf("%s", shieldLine(d.Kind, sh))
 
+	// Run it: the deployment goes live only once it runs (an app: once
+	// healthy), and what served before serves until then.
+	origin := d.Origin
+	if d.managed {
+		if origin, err = s.activate(ctx, b, d, src.manifest, files, env, false); err != nil {
+			return err
+		}
+		d.addr = origin
+	}
+	live := false
+	defer func() {
+		if d.managed && !live {
+			if err := s.runtime().Stop(context.WithoutCancel(ctx), d.ID); err != nil {
+				s.cfg.Logger.Warn("deploys: stop a deployment that did not go live", "deployment", d.ID, "err", err)
+			}
+		}
+	}()
+
 	now := s.cfg.Clock.Now()
+	var prev *Deployment
 	err = s.cfg.Pub.Change(ctx, func(tx *sql.Tx) error {
+		var err error
+		if prev, err = servingOf(ctx, tx, p.ID); err != nil {
+			return err
+		}
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO deployment_files(deployment_id, path, sha256, size, content_type) VALUES (?,?,?,?,?)`)
 		if err != nil {
 			return err
@@ -429,9 +481,9 @@ func (s *Service) buildAndGoLive(d *Deployment, p projects.Project, src source) 
 		}
 		keysJSON, _ := json.Marshal(keys)
 		res, err := tx.ExecContext(ctx, `UPDATE deployments SET state = ?, env_sealed = ?, env_digest = ?, env_keys = ?, cdn_enabled = ?, cdn_ttl = ?,
-			shield = ?, file_count = ?, total_size = ?, finished_at = ? WHERE id = ? AND state = ?`,
+			shield = ?, file_count = ?, total_size = ?, origin = ?, finished_at = ? WHERE id = ? AND state = ?`,
 			stateReady, sealedEnv, d.envDigest, string(keysJSON), d.CDN.Enabled, d.CDN.CacheTTLSeconds, shieldJSON, len(files), size,
-			store.FormatTime(now), d.ID, stateDeploying)
+			origin, store.FormatTime(now), d.ID, stateDeploying)
 		if err != nil {
 			return err
 		}
@@ -442,7 +494,11 @@ func (s *Service) buildAndGoLive(d *Deployment, p projects.Project, src source) 
 			ON CONFLICT(project_id) DO UPDATE SET deployment_id = excluded.deployment_id, since = excluded.since`, p.ID, d.ID, store.FormatTime(now)); err != nil {
 			return err
 		}
-		if err := appendLog(ctx, tx, d.ID, now, "live at "+p.URL); err != nil {
+		line := "live at " + p.URL
+		if d.Kind == KindWorker {
+			line = "live: the worker program runs; it has no public address (" + p.URL + " answers 404)"
+		}
+		if err := appendLog(ctx, tx, d.ID, now, line); err != nil {
 			return err
 		}
 		return s.cfg.Audit.Record(ctx, tx, audit.Event{Workspace: d.workspaceID, Action: "deploy.live", Category: audit.CategoryDeploy,
@@ -451,6 +507,8 @@ func (s *Service) buildAndGoLive(d *Deployment, p projects.Project, src source) 
 	if err != nil {
 		return fmt.Errorf("going live: %w", err)
 	}
+	live = true
+	s.retire(prev, *d)
 	return nil
 }
 
@@ -521,6 +579,8 @@ func shieldLine(kind string, st rules.Settings) string {
 		return "Shield: rules pinned to this function until its next deploy; " + countries
 	case snapshot.KindApp:
 		return "Shield: country rules apply to this server app; " + countries
+	case KindWorker:
+		return "Shield: rules pinned to this worker program until its next deploy (it receives no requests); " + countries
 	}
 	return "Shield: " + countries
 }

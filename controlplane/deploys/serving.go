@@ -63,8 +63,10 @@ func (s *Service) down(id string) bool {
 	return probed && !ok
 }
 
-// ProbeOrigins checks the origin of every serving app and function once;
-// a project whose origin does not answer shows serving state down.
+// ProbeOrigins checks the external origin of every serving app and
+// function once; a project whose origin does not answer shows serving
+// state down. Deployments the platform runs are not probed: they are down
+// when the runtime has them crashed or not running.
 func (s *Service) ProbeOrigins(ctx context.Context) error {
 	ds, err := queryDeployments(ctx, s.cfg.DB, 0, `s.project_id IS NOT NULL AND d.kind <> ?`, snapshot.KindStatic)
 	if err != nil {
@@ -72,6 +74,9 @@ func (s *Service) ProbeOrigins(ctx context.Context) error {
 	}
 	seen := make(map[string]bool, len(ds))
 	for _, d := range ds {
+		if d.managed {
+			continue // the runtime knows its state; a connection would wake a sleeping app
+		}
 		seen[d.ID] = true
 		s.setHealth(d.ID, probe(ctx, d.Origin, s.cfg.ProbeTimeout, s.dialer) == nil)
 	}
@@ -134,7 +139,9 @@ func (s *Service) Serving(ctx context.Context, p projects.Project) (projects.Ser
 	case latest == nil:
 	case latest.State == StateDeploying:
 		sv.State = projects.Deploying
-	case serving != nil && s.down(serving.ID):
+	case serving != nil && serving.managed && s.runtimeDown(serving.ID):
+		sv.State = projects.Down
+	case serving != nil && !serving.managed && s.down(serving.ID):
 		sv.State = projects.Down
 	case serving != nil:
 		sv.State = projects.Live
@@ -218,8 +225,15 @@ func (s *Service) Redeploy(ctx context.Context, pr *auth.Principal, projectID st
 		if err != nil {
 			return Deployment{}, err
 		}
+		m := Manifest{Kind: serving.Kind, Origin: serving.Origin}
+		if serving.managed {
+			m = serving.spec.manifest()
+			if err := s.checkRunnable(m, nil); errors.Is(err, ErrRuntimeUnavailable) {
+				return Deployment{}, err
+			}
+		}
 		src := source{kind: "redeploy", repoID: "", repoName: serving.RepoName, commit: serving.Commit,
-			manifest: Manifest{Kind: serving.Kind, Origin: serving.Origin}, types: map[string]string{}}
+			manifest: m, types: map[string]string{}}
 		for _, f := range kept {
 			src.files = append(src.files, repos.File{Path: f.Path, Size: f.Size, SHA256: f.SHA256})
 			src.types[f.Path] = f.ContentType
@@ -229,11 +243,14 @@ func (s *Service) Redeploy(ctx context.Context, pr *auth.Principal, projectID st
 	return Deployment{}, api.E(api.KindConflict, "nothing_to_deploy", "%s", a.Description)
 }
 
-// FunctionsBehind implements projects.Deployments: the project's function
-// when its serving deployment holds other variables than the current ones.
+// FunctionsBehind implements projects.Deployments: the project when its
+// serving deployment runs pinned variables that differ from the current
+// ones: a function, or an app or worker program the platform runs (all
+// get their variables at deploy). An app forwarded to an external origin
+// gets none, so it is never behind.
 func (s *Service) FunctionsBehind(ctx context.Context, projectID string) ([]string, error) {
 	d, err := servingOf(ctx, s.cfg.DB, projectID)
-	if err != nil || d == nil || d.Kind != snapshot.KindFunction {
+	if err != nil || d == nil || (d.Kind != snapshot.KindFunction && !d.managed) {
 		return []string{}, err
 	}
 	env, err := s.cfg.Projects.DeployEnv(ctx, projectID)
@@ -257,7 +274,7 @@ func (s *Service) Live(ctx context.Context, workspace string) ([]shield.LiveSite
 	if err != nil {
 		return nil, fmt.Errorf("deploys: live: %w", err)
 	}
-	rows, err := s.cfg.DB.QueryContext(ctx, `SELECT d.project_id, d.kind, d.shield FROM project_serving sv
+	rows, err := s.cfg.DB.QueryContext(ctx, `SELECT d.project_id, d.kind, d.root, d.shield FROM project_serving sv
 		JOIN deployments d ON d.id = sv.deployment_id WHERE d.workspace_id = ?`, workspace)
 	if err != nil {
 		return nil, fmt.Errorf("deploys: live: %w", err)
@@ -266,9 +283,12 @@ func (s *Service) Live(ctx context.Context, workspace string) ([]shield.LiveSite
 	var out []shield.LiveSite
 	for rows.Next() {
 		var l shield.LiveSite
-		var sh string
-		if err := rows.Scan(&l.ProjectID, &l.Kind, &sh); err != nil {
+		var root, sh string
+		if err := rows.Scan(&l.ProjectID, &l.Kind, &root, &sh); err != nil {
 			return nil, fmt.Errorf("deploys: live: %w", err)
+		}
+		if sp, ok := decodeSpec(l.Kind, root); ok {
+			l.Kind = sp.Kind
 		}
 		slug, ok := slugs[l.ProjectID]
 		if !ok {
@@ -305,11 +325,13 @@ func ServingKind(ctx context.Context, q store.Querier, projectID string) (string
 	return kind, nil
 }
 
-// Served reports whether a deployment serves the blob named sum
-// (edgesync.Sources.Served): edges may fetch only those.
+// Served reports whether a static deployment serves the blob named sum
+// (edgesync.Sources.Served): edges may fetch only those. The files kept
+// for apps, workers and functions the platform runs are never served.
 func Served(ctx context.Context, q store.Querier, sum string) (bool, error) {
 	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM deployment_files WHERE sha256 = ? LIMIT 1`, sum).Scan(&one)
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM deployment_files f JOIN deployments d ON d.id = f.deployment_id
+		WHERE f.sha256 = ? AND d.kind = ? LIMIT 1`, sum, snapshot.KindStatic).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -321,6 +343,9 @@ func Served(ctx context.Context, q store.Querier, sum string) (bool, error) {
 
 // EdgeSites returns every serving deployment with its file manifest, for
 // the edge snapshot (edgesync.Sources.Sites); the snapshot fills the slug.
+// A deployment the platform runs has its loopback origin and Managed set;
+// a worker program (no public address) and one not running (no origin)
+// are left out, so the edge answers 404 for their hosts.
 func EdgeSites(ctx context.Context, q store.Querier) ([]snapshot.Site, error) {
 	rows, err := q.QueryContext(ctx, `SELECT sv.project_id, d.workspace_id, d.id, d.kind, d.origin, d.root, d.commit_number, d.created_at,
 		d.cdn_enabled, d.cdn_ttl, d.shield FROM project_serving sv
@@ -339,6 +364,12 @@ func EdgeSites(ctx context.Context, q store.Querier) ([]snapshot.Site, error) {
 			rows.Close()
 			return nil, fmt.Errorf("deploys: edge sites: %w", err)
 		}
+		if sp, ok := decodeSpec(dp.Kind, dp.Root); ok {
+			if sp.Kind == KindWorker || dp.Origin == "" {
+				continue
+			}
+			dp.Managed, dp.Root = true, ""
+		}
 		dp.CreatedAt = store.ParseTime(created)
 		if sh != "" {
 			var rs rules.Settings
@@ -354,7 +385,8 @@ func EdgeSites(ctx context.Context, q store.Querier) ([]snapshot.Site, error) {
 		return nil, fmt.Errorf("deploys: edge sites: %w", err)
 	}
 	rows, err = q.QueryContext(ctx, `SELECT f.deployment_id, f.path, f.sha256, f.size, f.content_type FROM deployment_files f
-		JOIN project_serving sv ON sv.deployment_id = f.deployment_id ORDER BY f.deployment_id, f.path`)
+		JOIN project_serving sv ON sv.deployment_id = f.deployment_id JOIN deployments d ON d.id = f.deployment_id
+		WHERE d.kind = ? ORDER BY f.deployment_id, f.path`, snapshot.KindStatic)
 	if err != nil {
 		return nil, fmt.Errorf("deploys: edge files: %w", err)
 	}
@@ -396,16 +428,25 @@ func (d dependent) Blockers(ctx context.Context, projectID string) ([]projects.B
 	return out, nil
 }
 
-// Remove implements projects.Dependent: the site leaves the edges and the
-// project's deployments go.
+// Remove implements projects.Dependent: the site leaves the edges, the
+// project's deployments go and the programs the platform ran for it stop.
 func (d dependent) Remove(ctx context.Context, projectID string) error {
-	return d.s.cfg.Pub.Change(ctx, func(tx *sql.Tx) error {
+	err := d.s.cfg.Pub.Change(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM project_serving WHERE project_id = ?`, projectID); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM deployments WHERE project_id = ? AND state <> ?`, projectID, stateDeploying)
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	if rt := d.s.runtime(); rt != nil {
+		if err := rt.StopProject(ctx, projectID); err != nil {
+			return fmt.Errorf("deploys: stop the project's programs: %w", err)
+		}
+	}
+	return nil
 }
 
 // ProjectDeployments is the answer of GET /api/projects/{id}/deployments.
@@ -428,8 +469,13 @@ type Detail struct {
 	Deployment Deployment `json:"deployment"`
 	// Log is the deploy log, oldest line first.
 	Log []LogLine `json:"log"`
-	// Files are what a static deployment serves.
+	// Files are what a static deployment serves, or the files kept for an
+	// app, worker program or function the platform runs.
 	Files []DeployedFile `json:"files"`
+	// Output is what the running deployment printed (stdout, stderr) and
+	// the runtime's notes about it (stream platform), oldest first; empty
+	// for a deployment that does not run here.
+	Output []OutputLine `json:"output"`
 }
 
 // Get returns a deployment of the workspace with its log and files; the
@@ -449,6 +495,9 @@ func (s *Service) Get(ctx context.Context, workspace, id string) (Detail, error)
 	if out.Log, err = readLog(ctx, s.cfg.DB, id); err != nil {
 		return Detail{}, err
 	}
-	out.Files, err = readFiles(ctx, s.cfg.DB, id)
-	return out, err
+	if out.Files, err = readFiles(ctx, s.cfg.DB, id); err != nil {
+		return Detail{}, err
+	}
+	out.Output = s.output(id)
+	return out, nil
 }

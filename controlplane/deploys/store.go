@@ -41,10 +41,18 @@ type Deployment struct {
 	// Source is repo (built from a commit) or redeploy (the kept files of
 	// an earlier deployment).
 	Source string `json:"source"`
-	// Kind is static, app or function.
-	Kind   string `json:"kind"`
+	// Kind is static, app, worker or function.
+	Kind string `json:"kind"`
+	// Origin is the external origin requests are forwarded to (apps and
+	// functions that run elsewhere).
 	Origin string `json:"origin,omitempty"`
 	Root   string `json:"root,omitempty"`
+	// Run is the command of an app or worker program the platform runs.
+	Run []string `json:"run,omitempty"`
+	// Health is the health-check path of an app the platform runs.
+	Health string `json:"health,omitempty"`
+	// Module is the WASI module of a function the platform runs.
+	Module string `json:"module,omitempty"`
 	// State is deploying, live (the project serves it), inactive (served
 	// before, or never after a newer one) or failed.
 	State string `json:"state"`
@@ -53,7 +61,7 @@ type Deployment struct {
 	Error    string `json:"error,omitempty"`
 	// CDN is the cache setting pinned at deploy.
 	CDN snapshot.CDN `json:"cdn"`
-	// Shield is the rules pinned at deploy (functions only).
+	// Shield is the rules pinned at deploy (functions and worker programs).
 	Shield *rules.Settings `json:"shield,omitempty"`
 	// EnvKeys names the environment variables copied in (values are
 	// never shown).
@@ -67,6 +75,11 @@ type Deployment struct {
 	workspaceID string
 	envDigest   string
 	serving     bool
+	// managed: the platform runs it (run or module); spec is what it
+	// runs and addr its loopback origin while it runs.
+	managed bool
+	spec    runSpec
+	addr    string
 }
 
 // LogLine is one line of a deploy log.
@@ -97,6 +110,11 @@ func scanDeployment(sc interface{ Scan(...any) error }) (Deployment, error) {
 		&created, &finished, &d.serving)
 	if err != nil {
 		return d, err
+	}
+	if sp, ok := decodeSpec(d.Kind, d.Root); ok {
+		d.managed, d.spec = true, sp
+		d.Kind, d.Run, d.Health, d.Module = sp.Kind, sp.Run, sp.Health, sp.Module
+		d.addr, d.Origin, d.Root = d.Origin, "", ""
 	}
 	d.CreatedAt = store.ParseTime(created)
 	if finished != "" {

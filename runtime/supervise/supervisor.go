@@ -234,6 +234,51 @@ func (s *Supervisor) Activate(ctx context.Context, d Deployment) error {
 	return nil
 }
 
+// Restore registers d as its project's current deployment without waiting
+// for it: after a restart of the platform, the deployments that served
+// before are restored this way so that the edge can reach them at once. An
+// app is registered asleep (its front address accepts connections and the
+// first one wakes it, like an app stopped for idleness); a worker program
+// is started (it has no address to wake it by) and Restore does not wait
+// for it. A deployment the project had as current is drained as by Activate.
+func (s *Supervisor) Restore(d Deployment) error {
+	if err := d.Validate(); err != nil {
+		return err
+	}
+	inst, err := newInstance(s, d)
+	if err != nil {
+		return err
+	}
+	if d.Kind == KindApp {
+		inst.want, inst.state = wantIdle, StateIdle
+	}
+	s.mu.Lock()
+	if s.closed || s.deps[d.ID] != nil {
+		closed := s.closed
+		s.mu.Unlock()
+		inst.shutdown()
+		if closed {
+			return ErrClosed
+		}
+		return fmt.Errorf("%w: %s", ErrExists, d.ID)
+	}
+	s.deps[d.ID] = inst
+	prev := s.current[d.Project]
+	s.current[d.Project] = d.ID
+	if prev != "" && prev != d.ID {
+		s.drains[prev] = s.clk.Now().Add(s.cfg.DrainTimeout)
+	}
+	s.mu.Unlock()
+	go inst.loop()
+	if d.Kind == KindApp {
+		inst.logf("restored after a restart of the platform: asleep until the next request")
+	} else {
+		inst.logf("restored after a restart of the platform")
+	}
+	s.notify()
+	return nil
+}
+
 // Current returns the project's current deployment id.
 func (s *Supervisor) Current(project string) (string, bool) {
 	s.mu.Lock()

@@ -1,0 +1,117 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/deploys"
+	"github.com/svcplatform/platform/runtime/engine"
+	"github.com/svcplatform/platform/runtime/sandbox"
+	"github.com/svcplatform/platform/runtime/supervise"
+	"github.com/svcplatform/platform/runtime/wasm"
+)
+
+// Sandboxes the runtime can run apps and worker programs in.
+const (
+	// SandboxBwrap runs each program under bubblewrap with its own uid, no
+	// network but its own loopback, only its directory writable and
+	// resource limits (runtime/README.md). Needs root, bwrap and prlimit.
+	SandboxBwrap = "bwrap"
+	// SandboxNone runs programs as plain children of the platform:
+	// development and tests only, it isolates nothing.
+	SandboxNone = "none"
+)
+
+// RuntimeConfig configures the runtime that runs what users deploy: server
+// apps and worker programs (run in the manifest) and WASI functions
+// (module). Sandbox "" disables it: such deploys answer 503
+// runtime_unavailable, external origins still deploy.
+type RuntimeConfig struct {
+	// Sandbox is bwrap, none or "" (no runtime).
+	Sandbox string `json:"sandbox"`
+	// Dir holds one directory per running app (the materialised commit).
+	// It must be outside the data directory; default <data>.runtime.
+	Dir string `json:"dir"`
+	// IdleTimeout stops an app without connections for that long (scale
+	// to zero; the next request wakes it); 0 is 15 minutes, negative never.
+	IdleTimeout time.Duration `json:"idleTimeout"`
+	// MemoryBytes bounds each sandboxed app's memory (bwrap; 512 MiB when 0).
+	MemoryBytes int64 `json:"memoryBytes"`
+	// FunctionTimeout and FunctionMemoryBytes bound each function call
+	// (10 s and 128 MiB when 0).
+	FunctionTimeout     time.Duration `json:"functionTimeout"`
+	FunctionMemoryBytes int64         `json:"functionMemoryBytes"`
+	// Supervise overrides the supervisor's other timings (tests).
+	Supervise supervise.Config `json:"supervise"`
+	// ReapEvery is how often idle apps and drained deployments are
+	// stopped (the supervisor's ReapInterval, 5 s, when 0; negative: never,
+	// for tests that reap explicitly).
+	ReapEvery time.Duration `json:"reapEvery"`
+}
+
+// errRuntimeDir refuses a runtime directory inside the data directory.
+var errRuntimeDir = errors.New("controlplane: runtime directory")
+
+// newRuntime builds the runtime deploys runs apps, workers and functions
+// with, and the function that stops it (every program it runs); a nil
+// runtime when rc.Sandbox is empty. dataDir is hidden from sandboxed apps.
+func newRuntime(ctx context.Context, rc RuntimeConfig, dataDir string, clk clock.Clock, log *slog.Logger) (deploys.Runtime, func() error, error) {
+	if rc.Sandbox == "" {
+		return nil, func() error { return nil }, nil
+	}
+	data, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("controlplane: data directory: %w", err)
+	}
+	dir := rc.Dir
+	if dir == "" {
+		// A sibling of the data directory named after it ("data" ->
+		// "data.runtime"): outside it, and never a source directory.
+		dir = data + ".runtime"
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errRuntimeDir, err)
+	}
+	if rel, err := filepath.Rel(data, dir); err == nil && (rel == "." || filepath.IsLocal(rel)) {
+		return nil, nil, fmt.Errorf("%w %s is inside the data directory %s: apps would be placed next to the platform's keys; choose a directory outside it", errRuntimeDir, dir, data)
+	}
+	var box sandbox.Sandbox
+	switch rc.Sandbox {
+	case SandboxNone:
+		box = sandbox.None{}
+	case SandboxBwrap:
+		b := &sandbox.Bwrap{MemoryBytes: rc.MemoryBytes, Hide: []string{data}}
+		if err := b.Provision(); err != nil {
+			return nil, nil, fmt.Errorf("controlplane: app sandbox: %w", err)
+		}
+		box = b
+	default:
+		return nil, nil, fmt.Errorf("controlplane: app sandbox %q is not bwrap or none", rc.Sandbox)
+	}
+	sc := rc.Supervise
+	if rc.IdleTimeout != 0 {
+		sc.IdleTimeout = rc.IdleTimeout
+	}
+	eng, err := engine.New(ctx, engine.Config{Dir: dir, Supervise: sc,
+		Wasm: wasm.Config{Timeout: rc.FunctionTimeout, MemoryLimitBytes: rc.FunctionMemoryBytes, CacheDir: filepath.Join(dir, ".wasm-cache")}},
+		box, clk, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	if rc.ReapEvery >= 0 {
+		go eng.Run(runCtx, rc.ReapEvery)
+	}
+	log.Info("runtime ready", "sandbox", box.Name(), "dir", dir)
+	return eng, func() error {
+		stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return eng.Close(ctx)
+	}, nil
+}

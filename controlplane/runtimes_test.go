@@ -1,0 +1,58 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/svcplatform/platform/controlplane/clock"
+)
+
+func TestNewRuntime(t *testing.T) {
+	base := t.TempDir()
+	data := filepath.Join(base, "data")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx := context.Background()
+	t.Run("off", func(t *testing.T) {
+		rt, closeFn, err := newRuntime(ctx, RuntimeConfig{}, data, clock.System{}, log)
+		if err != nil || rt != nil || closeFn() != nil {
+			t.Fatalf("%v %v", rt, err)
+		}
+	})
+	t.Run("none, default directory beside the data directory", func(t *testing.T) {
+		rt, closeFn, err := newRuntime(ctx, RuntimeConfig{Sandbox: SandboxNone}, data, clock.System{}, log)
+		if err != nil || rt == nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(data + ".runtime"); err != nil || fi.Mode().Perm() != 0o711 {
+			t.Fatalf("runtime dir: %v %v", fi, err)
+		}
+		if err := closeFn(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		rc   RuntimeConfig
+		want string
+	}{
+		{"inside the data directory", RuntimeConfig{Sandbox: SandboxNone, Dir: filepath.Join(data, "apps")}, "inside the data directory"},
+		{"the data directory itself", RuntimeConfig{Sandbox: SandboxNone, Dir: data}, "inside the data directory"},
+		{"unknown sandbox", RuntimeConfig{Sandbox: "docker"}, "not bwrap or none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := newRuntime(ctx, tc.rc, data, clock.System{}, log)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%v, want %q", err, tc.want)
+			}
+			if strings.Contains(tc.want, "data directory") && !errors.Is(err, errRuntimeDir) {
+				t.Fatalf("%v is not errRuntimeDir", err)
+			}
+		})
+	}
+}
