@@ -84,6 +84,13 @@ type Config struct {
 	// OwnAddrs are the platform's own listeners, never reachable as a
 	// webhook target whatever AllowPrivateNetworks says.
 	OwnAddrs []netip.AddrPort `json:"-"`
+	// Store is the metadata database: empty for DataDir/platform.db
+	// (SQLite), or a postgres:// address (controlplane/store/README.md).
+	Store string `json:"store,omitempty"`
+	// Blobs is where deployed files and repo snapshots live: a directory,
+	// or s3://BUCKET/PREFIX?endpoint=... (controlplane/blobs/README.md);
+	// empty is DataDir/blobs.
+	Blobs string `json:"blobs,omitempty"`
 	// APIBaseURL is the API's own address as users reach it (hosted
 	// checkout pages, media upload and playback URLs).
 	APIBaseURL string `json:"apiBaseUrl"`
@@ -174,7 +181,7 @@ type ControlPlane struct {
 	Accounts  *accounts.Service
 	Projects  *projects.Service
 	Bootstrap accounts.Bootstrap
-	blobs     *blobs.Store
+	blobs     blobs.Backend
 	edgeSync  *edgesync.Service
 	repos     *repos.Service
 	cdn       *cdn.Service
@@ -238,7 +245,11 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	if err := cp.metrics.Register(cfg.Registerer); err != nil {
 		return nil, fmt.Errorf("controlplane: metrics: %w", err)
 	}
-	if cp.DB, err = store.Open(ctx, filepath.Join(cfg.DataDir, "platform.db")); err != nil {
+	dsn := cfg.Store
+	if dsn == "" {
+		dsn = filepath.Join(cfg.DataDir, "platform.db")
+	}
+	if cp.DB, err = store.Open(ctx, dsn); err != nil {
 		return nil, err
 	}
 	cp.DB.OnTx = cp.metrics.ObserveTx
@@ -276,8 +287,21 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	}
 
 	// What the edge serves: blobs, edge sync, repos, CDN, deploys, Shield.
-	if cp.blobs, err = blobs.Open(filepath.Join(cfg.DataDir, "blobs")); err != nil {
-		return nil, err
+	// Blobs live under DATA/blobs, or on S3-compatible storage.
+	at := cfg.Blobs
+	if at == "" {
+		at = filepath.Join(cfg.DataDir, "blobs")
+	}
+	if cp.blobs, err = blobs.OpenBackend(ctx, at); err != nil {
+		return nil, fmt.Errorf("controlplane: blobs: %w", err)
+	}
+	if s3, ok := cp.blobs.(*blobs.S3); ok {
+		log.Info("controlplane: blobs on S3", "location", s3.String())
+		for _, c := range s3.Collectors() {
+			if err := cfg.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("controlplane: metrics: %w", err)
+			}
+		}
 	}
 	if cp.edgeSync, err = edgesync.New(ctx, cp.DB, cp.blobs, cp.Sealer, clk, log, cfg.AppsDomain, edgeSources()); err != nil {
 		return nil, err
@@ -484,7 +508,7 @@ func (cp *ControlPlane) Deploys() *deploys.Service { return cp.deploys }
 
 // Blobs returns the content-addressed blob store under DATA/blobs, which an
 // in-process edge may read deployed files from directly.
-func (cp *ControlPlane) Blobs() *blobs.Store { return cp.blobs }
+func (cp *ControlPlane) Blobs() blobs.Backend { return cp.blobs }
 
 // Databases returns the databases service (operators adjust its limits
 // through it; tests reach it the same way).

@@ -34,6 +34,8 @@ type options struct {
 	stripeBaseURL  string
 	accessLog      string
 	rtmpAddr       string
+	blobs          string
+	store          string
 	appSandbox     string
 	runtimeDir     string
 	appIdle        string
@@ -77,6 +79,8 @@ func (o *options) defs() []flagDef {
 		{"app-sandbox", "PLATFORM_APP_SANDBOX", "", "run deployed apps, workers and functions: bwrap (bubblewrap + prlimit, as root), none (no isolation: development only) or empty (off: such deploys answer 503)", &o.appSandbox},
 		{"runtime-dir", "PLATFORM_RUNTIME_DIR", "", "where running apps' directories live, outside --data (default <data>.runtime)", &o.runtimeDir},
 		{"app-idle-timeout", "PLATFORM_APP_IDLE_TIMEOUT", "15m", "stop an app with no connection for this long; the next request wakes it (0s: never)", &o.appIdle},
+		{"store", "PLATFORM_STORE", "", "the control plane's metadata database: a SQLite path (default DIR/platform.db) or postgres://user:pass@host/db", &o.store},
+		{"blobs", "PLATFORM_BLOBS", "", "where deployed files and repo snapshots live: a directory, or s3://BUCKET/PREFIX?endpoint=URL&path_style=true (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a profile or the instance role); default DIR/blobs", &o.blobs},
 		{"access-log", "PLATFORM_ACCESS_LOG", "", "edge: one JSON line per request to this file, or - for stdout (off when empty)", &o.accessLog},
 	}
 }

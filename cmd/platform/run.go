@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/svcplatform/platform/controlplane"
 	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/ai"
+	"github.com/svcplatform/platform/controlplane/blobs"
 	"github.com/svcplatform/platform/controlplane/media"
 	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/plans"
@@ -78,6 +78,8 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 		Payments:             payments.Config{Processor: o.payProcessor, StripeKey: o.stripeKey, StripeBaseURL: o.stripeBaseURL},
 		Media:                mediaConfig(o),
 		Runtime:              rtCfg,
+		Blobs:                o.blobs,
+		Store:                o.store,
 	})
 	if err != nil {
 		apiLn.Close()
@@ -167,7 +169,11 @@ func serveEdge(ctx context.Context, cp *controlplane.ControlPlane, o options, lo
 	if err != nil {
 		return nil, err
 	}
-	cfg.BlobDir = filepath.Join(o.data, "blobs")
+	// The in-process edge reads deployed files straight from the blob
+	// directory; on S3 it fetches and keeps its own copies, as remote edges do.
+	if st, ok := cp.Blobs().(*blobs.Store); ok {
+		cfg.BlobDir = st.Dir()
+	}
 	ed, err := edge.New(cfg)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/store/pgtest"
 )
 
 // mailbox is a Mailer that keeps what it is given.
@@ -75,9 +76,11 @@ func code(err error) string {
 // only; redeeming it verifies their e-mail once. Tokens expire after 24
 // hours, a new one replaces the old, mails are limited per hour, and
 // OwnerEmailVerified and the answers follow.
-func TestEmailVerification(t *testing.T) {
+func TestEmailVerification(t *testing.T) { eachEngine(t, testEmailVerification) }
+
+func testEmailVerification(t *testing.T, e pgtest.Engine) {
 	ctx := context.Background()
-	svc, clk, b := newService(t, cheap)
+	svc, clk, b := newService(t, e, cheap)
 	ws := b.Workspace.ID
 	members, err := svc.Members(ctx, ws)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/cptest"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/controlplane/store/pgtest"
 )
 
 var t0 = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
@@ -31,14 +31,19 @@ var first = accounts.FirstWorkspace{
 		Key: accounts.Key{ID: "key_owner", Name: "owner", Prefix: "svc_owner", Access: "full", MemberID: "mem_owner", CreatedAt: t0}},
 }
 
-func newSQLStore(t *testing.T) (*accounts.SQLStore, *store.DB) {
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// eachEngine runs test once on SQLite and once on PostgreSQL.
+func eachEngine(t *testing.T, test func(t *testing.T, e pgtest.Engine)) {
+	for _, e := range pgtest.Engines() {
+		t.Run(e.Name, func(t *testing.T) { test(t, e) })
+	}
+}
+
+func newSQLStore(t *testing.T, e pgtest.Engine) (*accounts.SQLStore, *store.DB) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := e.Open(t)
 	st, err := accounts.NewSQLStore(ctx, db, audit.New(db, func() time.Time { return t0 }))
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +67,7 @@ func dump(t *testing.T, db *store.DB) string {
 	t.Helper()
 	var b strings.Builder
 	for _, table := range []string{"workspaces", "members", "api_keys", "sessions", "audit_log"} {
-		rows, err := db.Query(`SELECT * FROM ` + table + ` ORDER BY rowid`)
+		rows, err := db.Query(`SELECT * FROM ` + table + ` ORDER BY 1`) // the primary key
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +88,9 @@ func dump(t *testing.T, db *store.DB) string {
 	return b.String()
 }
 
-func TestSQLStoreRefusalStoresNothing(t *testing.T) {
+func TestSQLStoreRefusalStoresNothing(t *testing.T) { eachEngine(t, testSQLStoreRefusalStoresNothing) }
+
+func testSQLStoreRefusalStoresNothing(t *testing.T, eng pgtest.Engine) {
 	ctx := context.Background()
 	errRefused := errors.New("refused")
 	for _, tc := range []struct {
@@ -144,7 +151,7 @@ func TestSQLStoreRefusalStoresNothing(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, db := newSQLStore(t)
+			st, db := newSQLStore(t, eng)
 			before := dump(t, db)
 			if err := tc.run(st); !errors.Is(err, errRefused) {
 				t.Fatalf("err = %v, want the callback's refusal", err)
@@ -156,9 +163,11 @@ func TestSQLStoreRefusalStoresNothing(t *testing.T) {
 	}
 }
 
-func TestSQLStore(t *testing.T) {
+func TestSQLStore(t *testing.T) { eachEngine(t, testSQLStore) }
+
+func testSQLStore(t *testing.T, eng pgtest.Engine) {
 	ctx := context.Background()
-	st, db := newSQLStore(t)
+	st, db := newSQLStore(t, eng)
 	auditRows := func(action string) int {
 		var n int
 		if err := db.QueryRow(`SELECT count(*) FROM audit_log WHERE action = ?`, action).Scan(&n); err != nil {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +17,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/cptest"
 	"github.com/svcplatform/platform/controlplane/plans"
-	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/controlplane/store/pgtest"
 	"github.com/svcplatform/platform/passhash"
 )
 
@@ -26,14 +25,10 @@ const ownerPassword = "owner password 1"
 
 // newService is the accounts service over its own metadata database, with
 // the bootstrap owner's password set.
-func newService(t *testing.T, p passhash.Params) (*accounts.Service, *clock.Fake, accounts.Bootstrap) {
+func newService(t *testing.T, e pgtest.Engine, p passhash.Params) (*accounts.Service, *clock.Fake, accounts.Bootstrap) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := e.Open(t)
 	clk := clock.NewFake(t0)
 	svc, err := accounts.New(ctx, db, clk, audit.New(db, clk.Now), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -70,9 +65,11 @@ func signIn(svc *accounts.Service, email, password, addr string) int {
 // address were all checked before the 429 started. An attempt now takes
 // its place in the limits before the password is hashed: of 40 at once, at
 // most the limit are checked and the rest answer 429.
-func TestSignInThrottleConcurrent(t *testing.T) {
+func TestSignInThrottleConcurrent(t *testing.T) { eachEngine(t, testSignInThrottleConcurrent) }
+
+func testSignInThrottleConcurrent(t *testing.T, e pgtest.Engine) {
 	// A hash slow enough that the attempts overlap.
-	svc, _, _ := newService(t, passhash.Params{Memory: 4 * 1024, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32})
+	svc, _, _ := newService(t, e, passhash.Params{Memory: 4 * 1024, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32})
 	start := make(chan struct{})
 	statuses := make(chan int, 40)
 	var wg sync.WaitGroup
@@ -105,9 +102,11 @@ func TestSignInThrottleConcurrent(t *testing.T) {
 // 15 minutes) and, more slowly, per account from addresses it has not
 // signed in from (30 per hour): the owner signing in from a known address
 // still gets in while the attacker's other addresses are throttled.
-func TestSignInLockout(t *testing.T) {
+func TestSignInLockout(t *testing.T) { eachEngine(t, testSignInLockout) }
+
+func testSignInLockout(t *testing.T, e pgtest.Engine) {
 	const owner, home = "owner@example.com", "192.0.2.10"
-	svc, clk, _ := newService(t, cheap)
+	svc, clk, _ := newService(t, e, cheap)
 	if s := signIn(svc, owner, ownerPassword, home); s != http.StatusOK {
 		t.Fatalf("first sign-in %d", s)
 	}
@@ -174,8 +173,10 @@ func TestSignInLockout(t *testing.T) {
 
 // One address trying many accounts (password spraying) is stopped by the
 // per-address limit, whatever the e-mails.
-func TestSignInSpray(t *testing.T) {
-	svc, clk, _ := newService(t, cheap)
+func TestSignInSpray(t *testing.T) { eachEngine(t, testSignInSpray) }
+
+func testSignInSpray(t *testing.T, e pgtest.Engine) {
+	svc, clk, _ := newService(t, e, cheap)
 	for i := range accounts.SignInAddrLimit {
 		if s := signIn(svc, fmt.Sprintf("user%d@example.com", i), "guess", "198.51.100.9"); s != http.StatusUnauthorized {
 			t.Fatalf("attempt %d: %d", i, s)

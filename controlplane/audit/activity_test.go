@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +14,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/clock"
-	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/controlplane/store/pgtest"
 )
 
 // tokens authenticates "Bearer <name>" as the principal of that name.
@@ -25,13 +24,18 @@ func (t tokens) Authenticate(r *http.Request) (*auth.Principal, error) {
 	return t[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")], nil
 }
 
-func openLog(t *testing.T) (*audit.Log, *clock.Fake) {
-	t.Helper()
-	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "a.db"))
-	if err != nil {
-		t.Fatal(err)
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// eachEngine runs test once on SQLite and once on PostgreSQL.
+func eachEngine(t *testing.T, test func(t *testing.T, e pgtest.Engine)) {
+	for _, e := range pgtest.Engines() {
+		t.Run(e.Name, func(t *testing.T) { test(t, e) })
 	}
-	t.Cleanup(func() { db.Close() })
+}
+
+func openLog(t *testing.T, e pgtest.Engine) (*audit.Log, *clock.Fake) {
+	t.Helper()
+	db := e.Open(t)
 	clk := clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC))
 	return audit.New(db, clk.Now), clk
 }
@@ -57,8 +61,12 @@ var rows = []audit.Event{
 var public = []string{"project.create", "env.set", "shield.update", "database.create", "deploy.live", "payments.payment"}
 
 func TestActivityHidesPrivateRowsFromNonAdmins(t *testing.T) {
+	eachEngine(t, testActivityHidesPrivateRowsFromNonAdmins)
+}
+
+func testActivityHidesPrivateRowsFromNonAdmins(t *testing.T, e pgtest.Engine) {
 	ctx := context.Background()
-	log, _ := openLog(t)
+	log, _ := openLog(t, e)
 	for _, e := range rows {
 		e.Workspace = "ws"
 		e.Summary = e.Action
@@ -138,9 +146,11 @@ func TestActivityHidesPrivateRowsFromNonAdmins(t *testing.T) {
 	}
 }
 
-func TestLastChange(t *testing.T) {
+func TestLastChange(t *testing.T) { eachEngine(t, testLastChange) }
+
+func testLastChange(t *testing.T, e pgtest.Engine) {
 	ctx := context.Background()
-	log, clk := openLog(t)
+	log, clk := openLog(t, e)
 	rec := func(action string, fields ...string) time.Time {
 		t.Helper()
 		at := clk.Now()

@@ -174,8 +174,13 @@ func (l *Log) List(ctx context.Context, q Query) ([]Entry, string, error) {
 		args = append(args, seq)
 	}
 	if q.HidePrivate {
-		sqlq += ` AND category NOT IN ('member','key','billing','account')
-			AND substr(action, 1, instr(action || '.', '.') - 1) NOT IN ('member','key','billing','account','session','workspace')`
+		sqlq += ` AND category NOT IN ('member','key','billing','account')`
+		// The action's area (before the first dot) is not private; written
+		// with = and LIKE so that it runs on both engines.
+		for _, area := range privateAreas {
+			sqlq += ` AND action <> ? AND action NOT LIKE ?`
+			args = append(args, area, area+".%")
+		}
 	}
 	if !q.Since.IsZero() {
 		sqlq += ` AND at >= ?`
@@ -283,9 +288,13 @@ func PrivateEntry(e Entry) bool {
 // did): for example when Shield's logOnly was last switched.
 func (l *Log) LastChange(ctx context.Context, workspace, action, field string) (time.Time, bool, error) {
 	var at string
+	has := `json_valid(details) AND EXISTS (SELECT 1 FROM json_each(details, '$.fields') WHERE value = ?)`
+	if l.db.Dialect() == store.Postgres {
+		// details is always JSON written by Record; fields an array of names.
+		has = `jsonb_exists(details::jsonb -> 'fields', ?)`
+	}
 	err := l.db.QueryRowContext(ctx, `SELECT at FROM audit_log WHERE workspace_id = ? AND action = ?
-		AND json_valid(details) AND EXISTS (SELECT 1 FROM json_each(details, '$.fields') WHERE value = ?)
-		ORDER BY seq DESC LIMIT 1`, workspace, action, field).Scan(&at)
+		AND `+has+` ORDER BY seq DESC LIMIT 1`, workspace, action, field).Scan(&at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, false, nil
 	}

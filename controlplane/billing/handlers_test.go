@@ -12,6 +12,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/store/pgtest"
 )
 
 // keys authenticates "Bearer <name>" as the principal of that name.
@@ -60,8 +61,10 @@ func call(t *testing.T, srv *httptest.Server, key, method, path, body string) (i
 	return resp.StatusCode, m
 }
 
-func TestHandlers(t *testing.T) {
-	f := newFixture(t)
+func TestHandlers(t *testing.T) { eachEngine(t, testHandlers) }
+
+func testHandlers(t *testing.T, e pgtest.Engine) {
+	f := newFixture(t, e)
 	srv := serve(t, f)
 	f.load(t, "ws_pro", 20*usd)
 	f.settle(t, f.reserve(t, "ws_pro", 10*usd).ID, 10*usd)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/controlplane/store/pgtest"
 )
 
 var t0 = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
@@ -38,14 +38,18 @@ func (f *fixture) PlanOf(_ context.Context, ws string) (plans.Name, error) {
 	return p, nil
 }
 
-func newFixture(t testing.TB) *fixture {
-	t.Helper()
-	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "platform.db"))
-	if err != nil {
-		t.Fatal(err)
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// eachEngine runs test once on SQLite and once on PostgreSQL.
+func eachEngine(t *testing.T, test func(t *testing.T, e pgtest.Engine)) {
+	for _, e := range pgtest.Engines() {
+		t.Run(e.Name, func(t *testing.T) { test(t, e) })
 	}
-	t.Cleanup(func() { db.Close() })
+}
+
+func newFixture(t testing.TB, e pgtest.Engine) *fixture {
+	t.Helper()
+	db := e.Open(t)
 	f := &fixture{db: db, clk: clock.NewFake(t0), plans: map[string]plans.Name{}}
 	f.audit = audit.New(db, f.clk.Now)
 	f.l = New(db, f.clk, f.audit, f, Config{})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/plans"
+	"github.com/svcplatform/platform/controlplane/store/pgtest"
 )
 
 func TestTermsOf(t *testing.T) {
@@ -35,8 +36,10 @@ func TestTermsOf(t *testing.T) {
 	}
 }
 
-func TestReserveRefusals(t *testing.T) {
-	f := newFixture(t)
+func TestReserveRefusals(t *testing.T) { eachEngine(t, testReserveRefusals) }
+
+func testReserveRefusals(t *testing.T, e pgtest.Engine) {
+	f := newFixture(t, e)
 	ctx := context.Background()
 	// pro: 10 dollars of credit, 8 of it held; Balance 5 with a 3-dollar limit, 1 spent.
 	f.load(t, "ws_pro", 5*usd)
@@ -97,8 +100,10 @@ func TestReserveRefusals(t *testing.T) {
 	f.verify(t)
 }
 
-func TestReserveSettleRelease(t *testing.T) {
-	f := newFixture(t)
+func TestReserveSettleRelease(t *testing.T) { eachEngine(t, testReserveSettleRelease) }
+
+func testReserveSettleRelease(t *testing.T, e pgtest.Engine) {
+	f := newFixture(t, e)
 	ctx := context.Background()
 	ws := "ws_pro"
 	f.load(t, ws, 5*usd)
@@ -164,8 +169,10 @@ func TestReserveSettleRelease(t *testing.T) {
 	}
 }
 
-func TestSettleExpired(t *testing.T) {
-	f := newFixture(t)
+func TestSettleExpired(t *testing.T) { eachEngine(t, testSettleExpired) }
+
+func testSettleExpired(t *testing.T, e pgtest.Engine) {
+	f := newFixture(t, e)
 	ctx := context.Background()
 	f.load(t, "ws_hobby", 3*usd)
 	lost := f.reserve(t, "ws_hobby", 2*usd)
@@ -195,8 +202,10 @@ func TestSettleExpired(t *testing.T) {
 	f.verify(t)
 }
 
-func TestSettleExpiredJob(t *testing.T) {
-	f := newFixture(t)
+func TestSettleExpiredJob(t *testing.T) { eachEngine(t, testSettleExpiredJob) }
+
+func testSettleExpiredJob(t *testing.T, e pgtest.Engine) {
+	f := newFixture(t, e)
 	ctx := context.Background()
 	runner := newJobRunner(t, f)
 	f.load(t, "ws_hobby", usd)
@@ -217,8 +226,10 @@ func TestSettleExpiredJob(t *testing.T) {
 	f.verify(t)
 }
 
-func TestMonthBoundaryUTC(t *testing.T) {
-	f := newFixture(t)
+func TestMonthBoundaryUTC(t *testing.T) { eachEngine(t, testMonthBoundaryUTC) }
+
+func testMonthBoundaryUTC(t *testing.T, e pgtest.Engine) {
+	f := newFixture(t, e)
 	f.clk.Set(time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC))
 	r := f.reserve(t, "ws_pro", 4*usd)
 	f.settle(t, f.reserve(t, "ws_pro", 6*usd).ID, 6*usd)
@@ -242,8 +253,10 @@ func TestMonthBoundaryUTC(t *testing.T) {
 	f.verify(t)
 }
 
-func TestChargeStorage(t *testing.T) {
-	f := newFixture(t)
+func TestChargeStorage(t *testing.T) { eachEngine(t, testChargeStorage) }
+
+func testChargeStorage(t *testing.T, e pgtest.Engine) {
+	f := newFixture(t, e)
 	ctx := context.Background()
 	f.load(t, "ws_team", 5*usd)
 	f.load(t, "ws_pro", 1*usd)
@@ -297,7 +310,11 @@ func TestChargeStorage(t *testing.T) {
 }
 
 func TestAddBalanceAndSpendLimitAudited(t *testing.T) {
-	f := newFixture(t)
+	eachEngine(t, testAddBalanceAndSpendLimitAudited)
+}
+
+func testAddBalanceAndSpendLimitAudited(t *testing.T, e pgtest.Engine) {
+	f := newFixture(t, e)
 	ctx := context.Background()
 	if err := f.l.AddBalance(ctx, "ws_pro", 12*usd+500_000, "operator:alice", "invoice 42"); err != nil {
 		t.Fatal(err)
@@ -353,8 +370,10 @@ func TestAddBalanceAndSpendLimitAudited(t *testing.T) {
 
 // The ledger is append-only and Verify notices a balance row that does not
 // match its entries.
-func TestVerifyDetectsTampering(t *testing.T) {
-	f := newFixture(t)
+func TestVerifyDetectsTampering(t *testing.T) { eachEngine(t, testVerifyDetectsTampering) }
+
+func testVerifyDetectsTampering(t *testing.T, e pgtest.Engine) {
+	f := newFixture(t, e)
 	f.load(t, "ws_pro", usd)
 	f.reserve(t, "ws_pro", 5*usd)
 	f.reserve(t, "ws_pro", 5*usd+usd/2) // 5 from credit, 0.50 from the Balance

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/jobs"
+	"github.com/svcplatform/platform/controlplane/store/pgtest"
 )
 
 func newJobRunner(t *testing.T, f *fixture) *jobs.Runner {
@@ -208,10 +209,12 @@ func newModel() *model {
 	return &model{loaded: map[string]Micros{}, actual: map[string]Micros{}, released: map[string]bool{}}
 }
 
-func TestPropertyNoMoneyCreatedOrLost(t *testing.T) {
+func TestPropertyNoMoneyCreatedOrLost(t *testing.T) { eachEngine(t, testPropertyNoMoneyCreatedOrLost) }
+
+func testPropertyNoMoneyCreatedOrLost(t *testing.T, e pgtest.Engine) {
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprintf("sequential seed %d", seed), func(t *testing.T) {
-			f := newFixture(t)
+			f := newFixture(t, e)
 			m := newModel()
 			rng := rand.New(rand.NewPCG(seed, 42))
 			for i := range 300 {
@@ -224,7 +227,7 @@ func TestPropertyNoMoneyCreatedOrLost(t *testing.T) {
 		})
 	}
 	t.Run("concurrent", func(t *testing.T) {
-		f := newFixture(t)
+		f := newFixture(t, e)
 		m := newModel()
 		for _, ws := range workspaces {
 			f.load(t, ws, 10*usd)
@@ -243,7 +246,7 @@ func TestPropertyNoMoneyCreatedOrLost(t *testing.T) {
 		m.check(t, f)
 	})
 	t.Run("concurrent reservations never overdraw", func(t *testing.T) {
-		f := newFixture(t)
+		f := newFixture(t, e)
 		f.load(t, "ws_hobby", 10*usd)
 		var wg sync.WaitGroup
 		var mu sync.Mutex

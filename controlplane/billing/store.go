@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
 	"github.com/svcplatform/platform/controlplane/store"
 )
 
@@ -38,8 +37,7 @@ func (t *txn) ensure() error {
 	ts := store.FormatTime(t.now)
 	_, err := t.tx.ExecContext(t.ctx, `INSERT INTO billing_accounts (workspace_id, created_at, updated_at) VALUES (?,?,?)
 		ON CONFLICT (workspace_id) DO NOTHING`, t.ws, ts, ts)
-	var se sqlite3.Error
-	if errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintForeignKey {
+	if store.IsForeignKeyViolation(err) {
 		return ErrUnknownWorkspace.detail("%s", t.ws)
 	}
 	return err

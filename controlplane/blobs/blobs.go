@@ -1,12 +1,17 @@
-// Package blobs is a content-addressed file store: every blob is named by the
-// lower-case hex SHA-256 of its bytes and kept once under DATA/blobs, so a
-// file that did not change costs nothing in the next repo commit or
-// deployment.
+// Package blobs is the content-addressed store of deployed files, repo
+// snapshots, media and exports: every blob is named by the lower-case hex
+// SHA-256 of its bytes and kept once, so a file that did not change costs
+// nothing in the next repo commit or deployment. Backend is the interface;
+// *Store keeps blobs in a directory (the embedded default, DATA/blobs) and
+// *S3 in an S3-compatible bucket (AWS S3, MinIO, Ceph, Garage) for
+// installations with several control-plane replicas. OpenBackend picks one
+// from a location string (a path or s3://BUCKET/PREFIX).
 //
-// Layout: DIR/<first two hex digits>/<64 hex digits>. A blob is written to a
-// temporary file in the same directory, fsynced, renamed into place and the
-// directory fsynced, so a crash leaves either the whole blob or nothing under
-// its name. Blobs are immutable once written.
+// File layout: DIR/<first two hex digits>/<64 hex digits>. A blob is written
+// to a temporary file, fsynced, renamed into place and the directory
+// fsynced, so a crash leaves either the whole blob or nothing under its
+// name. Blobs are immutable once written. The S3 keys follow the same
+// layout under a prefix.
 package blobs
 
 import (
@@ -40,6 +45,9 @@ func Open(dir string) (*Store, error) {
 	}
 	return &Store{dir: dir}, nil
 }
+
+// Dir returns the directory the store is rooted at.
+func (s *Store) Dir() string { return s.dir }
 
 // Sum returns the name of data: its SHA-256 in lower-case hex.
 func Sum(data []byte) string {
@@ -104,10 +112,7 @@ func (s *Store) Put(data []byte) (sum string, written bool, err error) {
 	if err := os.Rename(tmp, p); err != nil {
 		return "", false, fmt.Errorf("blobs: put %s: %w", sum, err)
 	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
+	syncDir(dir)
 	return sum, true, nil
 }
 

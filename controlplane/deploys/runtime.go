@@ -161,7 +161,7 @@ func (s *Service) engineFiles(m Manifest, files []fileOut) []engine.File {
 		sha := f.sha
 		head, _ := s.cfg.Blobs.Head(sha, 4)
 		exec := f.path == prog || bytes.HasPrefix(head, []byte("\x7fELF")) || bytes.HasPrefix(head, []byte("#!"))
-		out = append(out, engine.File{Path: f.path, Exec: exec, Open: func() (io.ReadCloser, error) { return s.cfg.Blobs.Open(sha) }})
+		out = append(out, engine.File{Path: f.path, Exec: exec, Open: func() (io.ReadCloser, error) { return s.cfg.Blobs.Get(context.Background(), sha) }})
 	}
 	return out
 }

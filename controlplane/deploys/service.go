@@ -77,7 +77,7 @@ type Publisher interface {
 // Config wires the service.
 type Config struct {
 	DB       *store.DB
-	Blobs    *blobs.Store
+	Blobs    blobs.Backend
 	Clock    clock.Clock
 	Audit    *audit.Log
 	Meter    metering.Recorder

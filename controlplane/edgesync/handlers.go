@@ -115,7 +115,7 @@ func (h Handlers) Blob(w http.ResponseWriter, r *http.Request) error {
 	if !served {
 		return api.NotFound("blob")
 	}
-	f, err := h.S.blobs.Open(sum)
+	f, err := h.S.blobs.Get(r.Context(), sum)
 	if errors.Is(err, blobs.ErrNotFound) {
 		return api.NotFound("blob")
 	}
@@ -123,14 +123,10 @@ func (h Handlers) Blob(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Cache-Control", "private, max-age=31536000, immutable")
 	w.Header().Set("ETag", `"`+sum+`"`)
-	http.ServeContent(w, r, "", st.ModTime(), f)
+	http.ServeContent(w, r, "", f.Info().ModTime, f)
 	return nil
 }
 

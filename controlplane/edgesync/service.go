@@ -102,7 +102,7 @@ var DefaultCDN = snapshot.CDN{Enabled: true, CacheTTLSeconds: 3600}
 // Service publishes snapshots and ingests counts.
 type Service struct {
 	db         *store.DB
-	blobs      *blobs.Store
+	blobs      blobs.Backend
 	clock      clock.Clock
 	log        *slog.Logger
 	appsDomain string
@@ -131,7 +131,7 @@ type built struct {
 
 // New returns the service, loading the version and creating the session
 // signing key on first start.
-func New(ctx context.Context, db *store.DB, bs *blobs.Store, sealer *seal.Sealer, clk clock.Clock, log *slog.Logger, appsDomain string, src Sources) (*Service, error) {
+func New(ctx context.Context, db *store.DB, bs blobs.Backend, sealer *seal.Sealer, clk clock.Clock, log *slog.Logger, appsDomain string, src Sources) (*Service, error) {
 	if err := src.validate(); err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,9 +16,19 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/controlplane/store/pgtest"
 )
 
 var t0 = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// eachEngine runs test once on SQLite and once on PostgreSQL.
+func eachEngine(t *testing.T, test func(t *testing.T, e pgtest.Engine)) {
+	for _, e := range pgtest.Engines() {
+		t.Run(e.Name, func(t *testing.T) { test(t, e) })
+	}
+}
 
 func openDB(t *testing.T, path string) *store.DB {
 	t.Helper()
@@ -38,8 +47,8 @@ func newRunner(t *testing.T, db *store.DB, clk clock.Clock, cfg Config) *Runner 
 	return r
 }
 
-func env(t *testing.T) (*store.DB, *clock.Fake, *Runner) {
-	db := openDB(t, filepath.Join(t.TempDir(), "platform.db"))
+func env(t *testing.T, e pgtest.Engine) (*store.DB, *clock.Fake, *Runner) {
+	db := openDB(t, e.DSN(t))
 	clk := clock.NewFake(t0)
 	return db, clk, newRunner(t, db, clk, Config{})
 }
@@ -64,8 +73,10 @@ func mustGet(t *testing.T, r *Runner, id string) Info {
 	return in
 }
 
-func TestRetryScheduleExact(t *testing.T) {
-	_, clk, r := env(t)
+func TestRetryScheduleExact(t *testing.T) { eachEngine(t, testRetryScheduleExact) }
+
+func testRetryScheduleExact(t *testing.T, e pgtest.Engine) {
+	_, clk, r := env(t, e)
 	ctx := context.Background()
 	var attempts []int
 	r.Register("flaky", func(ctx context.Context, j Job) error {
@@ -115,7 +126,9 @@ func TestRetryScheduleExact(t *testing.T) {
 	}
 }
 
-func TestOutcomes(t *testing.T) {
+func TestOutcomes(t *testing.T) { eachEngine(t, testOutcomes) }
+
+func testOutcomes(t *testing.T, e pgtest.Engine) {
 	cases := []struct {
 		name    string
 		h       Handler
@@ -130,7 +143,7 @@ func TestOutcomes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, r := env(t)
+			_, _, r := env(t, e)
 			r.Register("k", c.h, KindOptions{MaxAttempts: 3, Timeout: 20 * time.Millisecond})
 			id, err := r.Enqueue(context.Background(), nil, "k", nil, EnqueueOptions{})
 			if err != nil {
@@ -145,8 +158,10 @@ func TestOutcomes(t *testing.T) {
 	}
 }
 
-func TestEnqueue(t *testing.T) {
-	db, clk, r := env(t)
+func TestEnqueue(t *testing.T) { eachEngine(t, testEnqueue) }
+
+func testEnqueue(t *testing.T, e pgtest.Engine) {
+	db, clk, r := env(t, e)
 	ctx := context.Background()
 	var got []Job
 	r.Register("mail", func(_ context.Context, j Job) error { got = append(got, j); return nil }, KindOptions{})
@@ -233,8 +248,10 @@ func TestEnqueue(t *testing.T) {
 // A runner that claimed a job and vanished holds it until the lease
 // expires; then another runner runs it, and the vanished one's late outcome
 // is dropped.
-func TestLeaseExpiryAfterCrash(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "platform.db")
+func TestLeaseExpiryAfterCrash(t *testing.T) { eachEngine(t, testLeaseExpiryAfterCrash) }
+
+func testLeaseExpiryAfterCrash(t *testing.T, e pgtest.Engine) {
+	path := e.DSN(t)
 	clk := clock.NewFake(t0)
 	cfg := Config{LeaseGrace: 10 * time.Second}
 	a := newRunner(t, openDB(t, path), clk, cfg)
@@ -297,8 +314,10 @@ func TestLeaseExpiryAfterCrash(t *testing.T) {
 
 // Two runners on one database (two connections pools, as two processes
 // would have) drain a queue together: every job runs exactly once.
-func TestTwoRunnersRunEachJobOnce(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "platform.db")
+func TestTwoRunnersRunEachJobOnce(t *testing.T) { eachEngine(t, testTwoRunnersRunEachJobOnce) }
+
+func testTwoRunnersRunEachJobOnce(t *testing.T, e pgtest.Engine) {
+	path := e.DSN(t)
 	clk := clock.NewFake(t0)
 	const n = 200
 	var mu sync.Mutex
@@ -382,8 +401,10 @@ func TestTwoRunnersRunEachJobOnce(t *testing.T) {
 }
 
 // Start's workers wake on Enqueue even with an hour-long poll interval.
-func TestStartWakesOnEnqueue(t *testing.T) {
-	_, _, r := env(t)
+func TestStartWakesOnEnqueue(t *testing.T) { eachEngine(t, testStartWakesOnEnqueue) }
+
+func testStartWakesOnEnqueue(t *testing.T, e pgtest.Engine) {
+	_, _, r := env(t, e)
 	r.cfg.PollInterval = time.Hour
 	got := make(chan Job, 1)
 	r.Register("ping", func(_ context.Context, j Job) error { got <- j; return nil }, KindOptions{})
@@ -408,8 +429,10 @@ func TestStartWakesOnEnqueue(t *testing.T) {
 
 // Close gives an attempt in progress back: it runs again after a restart
 // without using up an attempt.
-func TestRestartResumes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "platform.db")
+func TestRestartResumes(t *testing.T) { eachEngine(t, testRestartResumes) }
+
+func testRestartResumes(t *testing.T, e pgtest.Engine) {
+	path := e.DSN(t)
 	clk := clock.NewFake(t0)
 	ctx := context.Background()
 	a := New(openDB(t, path), clk, nil, Config{PollInterval: time.Hour})
@@ -453,8 +476,10 @@ func TestRestartResumes(t *testing.T) {
 	}
 }
 
-func TestPeriodic(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "platform.db")
+func TestPeriodic(t *testing.T) { eachEngine(t, testPeriodic) }
+
+func testPeriodic(t *testing.T, e pgtest.Engine) {
+	path := e.DSN(t)
 	clk := clock.NewFake(t0.Add(25 * time.Minute)) // 10:25
 	var slots []string
 	h := func(_ context.Context, j Job) error {
@@ -499,8 +524,10 @@ func TestPeriodic(t *testing.T) {
 	})
 }
 
-func TestPurgeAndMetrics(t *testing.T) {
-	_, clk, r := env(t)
+func TestPurgeAndMetrics(t *testing.T) { eachEngine(t, testPurgeAndMetrics) }
+
+func testPurgeAndMetrics(t *testing.T, e pgtest.Engine) {
+	_, clk, r := env(t, e)
 	ctx := context.Background()
 	r.Register("ok", func(context.Context, Job) error { return nil }, KindOptions{})
 	r.Register("bad", func(context.Context, Job) error { return errors.New("no") }, KindOptions{MaxAttempts: 1})

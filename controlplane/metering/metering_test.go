@@ -3,7 +3,6 @@ package metering_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -12,17 +11,23 @@ import (
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/controlplane/store/pgtest"
 )
 
 var t0 = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
 
-func open(t *testing.T) (*metering.Meter, *clock.Fake, *store.DB) {
-	t.Helper()
-	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "m.db"))
-	if err != nil {
-		t.Fatal(err)
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// eachEngine runs test once on SQLite and once on PostgreSQL.
+func eachEngine(t *testing.T, test func(t *testing.T, e pgtest.Engine)) {
+	for _, e := range pgtest.Engines() {
+		t.Run(e.Name, func(t *testing.T) { test(t, e) })
 	}
-	t.Cleanup(func() { db.Close() })
+}
+
+func open(t *testing.T, e pgtest.Engine) (*metering.Meter, *clock.Fake, *store.DB) {
+	t.Helper()
+	db := e.Open(t)
 	clk := clock.NewFake(t0)
 	return metering.New(db, clk.Now), clk, db
 }
@@ -36,7 +41,9 @@ func total(t *testing.T, m *metering.Meter, ws, project string, metric metering.
 	return n
 }
 
-func TestRecordBatch(t *testing.T) {
+func TestRecordBatch(t *testing.T) { eachEngine(t, testRecordBatch) }
+
+func testRecordBatch(t *testing.T, e pgtest.Engine) {
 	ctx := context.Background()
 	tests := []struct {
 		name    string
@@ -55,7 +62,7 @@ func TestRecordBatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, _, _ := open(t)
+			m, _, _ := open(t, e)
 			var err error
 			for i, b := range tt.batches {
 				err = errors.Join(err, m.RecordBatch(ctx, tt.ids[i], b))
@@ -70,9 +77,11 @@ func TestRecordBatch(t *testing.T) {
 	}
 }
 
-func TestRecordBatchForgetsOldIDs(t *testing.T) {
+func TestRecordBatchForgetsOldIDs(t *testing.T) { eachEngine(t, testRecordBatchForgetsOldIDs) }
+
+func testRecordBatchForgetsOldIDs(t *testing.T, e pgtest.Engine) {
 	ctx := context.Background()
-	m, clk, db := open(t)
+	m, clk, db := open(t, e)
 	ev := []metering.Event{{Workspace: "ws", Metric: metering.Deploys, Quantity: 1}}
 	if err := m.RecordBatch(ctx, "old", ev); err != nil {
 		t.Fatal(err)
@@ -114,8 +123,12 @@ func (l *lossy) RecordBatch(ctx context.Context, id string, events []metering.Ev
 }
 
 func TestAggregatorFlushRetryCountsOnce(t *testing.T) {
+	eachEngine(t, testAggregatorFlushRetryCountsOnce)
+}
+
+func testAggregatorFlushRetryCountsOnce(t *testing.T, e pgtest.Engine) {
 	ctx := context.Background()
-	m, _, _ := open(t)
+	m, _, _ := open(t, e)
 	l := &lossy{rec: m, fails: 2}
 	a := metering.NewAggregator(l, m.Now)
 	for range 5 {
@@ -139,9 +152,11 @@ func TestAggregatorFlushRetryCountsOnce(t *testing.T) {
 	}
 }
 
-func TestAggregatorDays(t *testing.T) {
+func TestAggregatorDays(t *testing.T) { eachEngine(t, testAggregatorDays) }
+
+func testAggregatorDays(t *testing.T, e pgtest.Engine) {
 	ctx := context.Background()
-	m, _, _ := open(t)
+	m, _, _ := open(t, e)
 	a := metering.NewAggregator(m, m.Now)
 	last := time.Date(2026, 10, 31, 23, 59, 59, 0, time.UTC)
 	a.Add("ws", "", metering.RowsRead, 3, last)
@@ -170,9 +185,11 @@ func TestAggregatorDays(t *testing.T) {
 	}
 }
 
-func TestKeyCalls(t *testing.T) {
+func TestKeyCalls(t *testing.T) { eachEngine(t, testKeyCalls) }
+
+func testKeyCalls(t *testing.T, e pgtest.Engine) {
 	ctx := context.Background()
-	m, _, _ := open(t)
+	m, _, _ := open(t, e)
 	k := metering.NewKeyCalls(m)
 	key := &auth.Principal{WorkspaceID: "ws", KeyID: "key_1"}
 	projectKey := &auth.Principal{WorkspaceID: "ws", KeyID: "key_2", ProjectID: "prj"}
@@ -209,9 +226,11 @@ func (f *failing) Record(ctx context.Context, e metering.Event) error {
 	return f.rec.Record(ctx, e)
 }
 
-func TestKeyCallsPlainRecorderRetries(t *testing.T) {
+func TestKeyCallsPlainRecorderRetries(t *testing.T) { eachEngine(t, testKeyCallsPlainRecorderRetries) }
+
+func testKeyCallsPlainRecorderRetries(t *testing.T, e pgtest.Engine) {
 	ctx := context.Background()
-	m, _, _ := open(t)
+	m, _, _ := open(t, e)
 	k := metering.NewKeyCalls(&failing{rec: m, n: 1})
 	k.KeyCall(&auth.Principal{WorkspaceID: "ws", KeyID: "k"})
 	k.KeyCall(&auth.Principal{WorkspaceID: "ws", KeyID: "k", ProjectID: "p"})

@@ -135,15 +135,22 @@ func (s *SQLStore) CreateProject(ctx context.Context, p *Project, base string, e
 				sfx := "-" + strconv.Itoa(i)
 				p.Slug = strings.TrimRight(base[:min(len(base), MaxSlugLen-len(sfx))], "-") + sfx
 			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO projects(id, workspace_id, name, slug, repo_url, status, created_at, updated_at)
-				VALUES (?,?,?,?,?,?,?,?)`, p.ID, p.WorkspaceID, p.Name, p.Slug, p.RepoURL, p.Status, store.FormatTime(p.CreatedAt), store.FormatTime(p.UpdatedAt))
-			if store.IsUniqueViolation(err) && i < 1000 {
-				continue
-			}
+			// ON CONFLICT rather than catching the violation: on PostgreSQL
+			// a failed statement ends the transaction.
+			res, err := tx.ExecContext(ctx, `INSERT INTO projects(id, workspace_id, name, slug, repo_url, status, created_at, updated_at)
+				VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (slug) DO NOTHING`,
+				p.ID, p.WorkspaceID, p.Name, p.Slug, p.RepoURL, p.Status, store.FormatTime(p.CreatedAt), store.FormatTime(p.UpdatedAt))
 			if err != nil {
 				return err
 			}
-			break
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 1 {
+				break
+			}
+			if i >= 1000 {
+				return api.Conflict("slug_taken", "no free address for %q after %d tries: choose another name", base, i)
+			}
 		}
 		p.URL = s.Address(p.Slug)
 		return s.Audit.Record(ctx, tx, ev(*p))

@@ -88,13 +88,13 @@ type File struct {
 // Service is the repos area.
 type Service struct {
 	db    *store.DB
-	blobs *blobs.Store
+	blobs blobs.Backend
 	clock clock.Clock
 	audit *audit.Log
 }
 
 // New returns the repos service.
-func New(db *store.DB, bs *blobs.Store, clk clock.Clock, log *audit.Log) *Service {
+func New(db *store.DB, bs blobs.Backend, clk clock.Clock, log *audit.Log) *Service {
 	return &Service{db: db, blobs: bs, clock: clk, audit: log}
 }
 
