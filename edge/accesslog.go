@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"github.com/svcplatform/platform/geodata"
+	"github.com/svcplatform/platform/jsonesc"
 	"github.com/svcplatform/platform/rules"
 )
 
@@ -198,35 +198,8 @@ var (
 // bytes of it; invalid UTF-8 becomes U+FFFD, control characters, quotes
 // and backslashes are escaped, so a request cannot forge a line.
 func appendJSONString(b, s []byte) []byte {
-	const hex = "0123456789abcdef"
 	if len(s) > maxAccessField {
 		s = s[:maxAccessField]
 	}
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c < 0x20 || c == 0x7f:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, `\ufffd`...)
-		} else if r == '\u2028' || r == '\u2029' {
-			b = append(b, `\u202`...)
-			b = append(b, hex[r&0xf])
-		} else {
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
+	return jsonesc.Append(b, s)
 }

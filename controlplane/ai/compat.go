@@ -13,6 +13,7 @@ import (
 
 	"github.com/svcplatform/platform/controlplane/ai/provider"
 	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/jsonesc"
 )
 
 // The chat-completions-compatible surface under /api/ai/v1: an OpenAI SDK
@@ -282,7 +283,7 @@ func (s *compatSink) Meta(m Meta) error {
 	p = append(p, `","object":"chat.completion.chunk","created":`...)
 	p = strconv.AppendInt(p, s.created, 10)
 	p = append(p, `,"model":`...)
-	p = appendJSONString(p, m.Model)
+	p = jsonesc.Append(p, m.Model)
 	p = append(p, `,"choices":[{"index":0,`...)
 	s.prefix = p
 	s.buf = append(append(s.buf[:0], s.prefix...), `"delta":{"role":"assistant","content":""},"finish_reason":null}]}`+"\n\n"...)
@@ -306,7 +307,7 @@ func (s *compatSink) Delta(d provider.Delta) error {
 		s.buf = append(s.buf, data...)
 	} else {
 		s.buf = append(s.buf, `"delta":{"content":`...)
-		s.buf = appendJSONString(s.buf, d.Text)
+		s.buf = jsonesc.Append(s.buf, d.Text)
 	}
 	s.buf = append(s.buf, `},"finish_reason":null}]}`+"\n\n"...)
 	return s.send()
@@ -319,7 +320,7 @@ func (s *compatSink) done(a *Answer, requested string) error {
 	}
 	s.buf = append(s.buf[:0], s.prefix...)
 	s.buf = append(s.buf, `"delta":{},"finish_reason":`...)
-	s.buf = appendJSONString(s.buf, compatFinish(a))
+	s.buf = jsonesc.Append(s.buf, compatFinish(a))
 	s.buf = append(s.buf, `}],"service":`...)
 	s.buf = append(s.buf, info...)
 	s.buf = append(s.buf, "}\n\n"...)

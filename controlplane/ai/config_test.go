@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/svcplatform/platform/jsonesc"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -152,7 +154,7 @@ func FuzzAppendJSONString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		b := appendJSONString(nil, s)
+		b := jsonesc.Append(nil, s)
 		var back string
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatalf("%q -> %s: %v", s, b, err)

@@ -4,64 +4,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/svcplatform/platform/controlplane/ai/provider"
 	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/jsonesc"
 )
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string, escaping quotes, backslashes,
-// control characters and the JavaScript line separators, and replacing
-// invalid UTF-8 with U+FFFD. It allocates only when dst must grow.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
 
 // sseHeaders starts an event stream.
 func sseHeaders(w http.ResponseWriter) {
@@ -122,7 +69,7 @@ func (s *nativeSink) Delta(d provider.Delta) error {
 		}{d.ToolCall})
 	}
 	s.buf = append(s.buf[:0], "event: delta\ndata: {\"text\":"...)
-	s.buf = appendJSONString(s.buf, d.Text)
+	s.buf = jsonesc.Append(s.buf, d.Text)
 	s.buf = append(s.buf, "}\n\n"...)
 	return s.send()
 }

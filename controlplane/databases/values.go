@@ -8,9 +8,9 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/jsonesc"
 )
 
 // How values travel. A bound parameter is a JSON number (an integer
@@ -83,7 +83,7 @@ func appendValue(b []byte, v driver.Value) []byte {
 	case float64:
 		return appendFloat(b, x)
 	case string:
-		return appendString(b, x)
+		return jsonesc.Append(b, x)
 	case []byte:
 		b = append(b, `{"`+blobKey+`":"`...)
 		b = base64.StdEncoding.AppendEncode(b, x)
@@ -94,7 +94,7 @@ func appendValue(b []byte, v driver.Value) []byte {
 		}
 		return append(b, '0')
 	case time.Time:
-		return appendString(b, x.Format(time.RFC3339Nano))
+		return jsonesc.Append(b, x.Format(time.RFC3339Nano))
 	}
 	return append(b, "null"...)
 }
@@ -123,58 +123,6 @@ func appendFloat(b []byte, f float64) []byte {
 	return b
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string; bytes that are not UTF-8 become
-// U+FFFD (store binary data as a blob).
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
 // rowEncoder writes result rows as a JSON array of objects whose members
 // follow the column order; when two columns share a name the later value
 // wins, in the place of the first.
@@ -196,7 +144,7 @@ func newRowEncoder(cols []string) *rowEncoder {
 		}
 		seen[c] = i
 		e.last[i] = i
-		e.names[i] = append(appendString(nil, c), ':')
+		e.names[i] = append(jsonesc.Append(nil, c), ':')
 	}
 	return e
 }
