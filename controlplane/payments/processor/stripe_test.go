@@ -1,59 +1,16 @@
 package processor
 
 import (
-	"bufio"
 	"context"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svcplatform/platform/controlplane/payments/stripemock"
 )
 
-// startStripeMock runs stripe-mock (github.com/stripe/stripe-mock, on PATH
-// or at $STRIPE_MOCK) on a free local port and returns its base URL.
-func startStripeMock(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("STRIPE_MOCK")
-	if bin == "" {
-		var err error
-		if bin, err = exec.LookPath("stripe-mock"); err != nil {
-			t.Skip("controlplane/payments/processor: stripe-mock not installed (go install github.com/stripe/stripe-mock@v0.203.0); skipping the Stripe adapter tests")
-		}
-	}
-	cmd := exec.Command(bin, "-http-addr", "127.0.0.1:", "-https-addr", "127.0.0.1:")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if _, a, ok := strings.Cut(sc.Text(), "Listening for HTTP at address: "); ok {
-				addr <- strings.TrimSpace(a)
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		return "http://" + a
-	case <-time.After(30 * time.Second):
-		t.Fatal("stripe-mock did not start")
-	}
-	return ""
-}
-
 func TestStripeAdapter(t *testing.T) {
-	base := startStripeMock(t)
+	base := stripemock.Start(t)
 	ctx := context.Background()
 	s := NewStripe("sk_test_123", base, "http://127.0.0.1:7070")
 	if s.Live() || s.Name() != NameStripe || !NewStripe("sk_live_x", base, "").Live() {
