@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/svcplatform/platform/controlplane/api"
 )
 
 // HeaderVia marks the REST requests a run's tools make; ViaAgent is its value.
@@ -41,44 +42,11 @@ func serve(ctx context.Context, h http.Handler, secret string, rq toolRequest) (
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.RemoteAddr = "127.0.0.1:0"
-	rec := &recorder{header: http.Header{}}
-	h.ServeHTTP(rec, req)
-	if rec.status == 0 {
-		rec.status = http.StatusOK
+	status, out, err := api.ServeInProcess(h, req, maxToolBody)
+	if err != nil {
+		return 0, nil, fmt.Errorf("agents: %s %s: %w", rq.Method, rq.Path, err)
 	}
-	if rec.overflow {
-		return 0, nil, fmt.Errorf("agents: %s %s: %w", rq.Method, rq.Path, errAnswerTooLarge)
-	}
-	return rec.status, bytes.TrimSpace(rec.body.Bytes()), nil
-}
-
-var errAnswerTooLarge = errors.New("answer too large for a tool result")
-
-// recorder is the ResponseWriter a tool's request is served into.
-type recorder struct {
-	header   http.Header
-	status   int
-	body     bytes.Buffer
-	overflow bool
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-
-func (r *recorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	if r.body.Len()+len(b) > maxToolBody {
-		r.overflow = true
-		return 0, errAnswerTooLarge
-	}
-	return r.body.Write(b)
+	return status, out, nil
 }
 
 // jsonEscape renders s for the inside of a JSON string.

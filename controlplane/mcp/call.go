@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/svcplatform/platform/controlplane/api"
 )
 
 // HeaderVia marks a REST request made on behalf of an assistant connector
@@ -77,49 +79,17 @@ func (c caller) do(ctx context.Context, authorization, remoteAddr string, rq Req
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.RemoteAddr = remoteAddr
-	rec := &recorder{header: http.Header{}}
-	c.api.ServeHTTP(rec, req)
-	if rec.status == 0 {
-		rec.status = http.StatusOK
+	status, out, err := api.ServeInProcess(c.api, req, maxAnswer)
+	if err != nil {
+		return Answer{}, fmt.Errorf("mcp: %s %s: answer larger than %d bytes: %w", rq.Method, rq.Path, maxAnswer, err)
 	}
-	if rec.overflow {
-		return Answer{}, fmt.Errorf("mcp: %s %s: answer larger than %d bytes", rq.Method, rq.Path, maxAnswer)
-	}
-	out := bytes.TrimSpace(rec.body.Bytes())
 	if len(out) == 0 {
 		out = []byte("{}")
 	}
 	if out[0] != '{' || !json.Valid(out) {
-		return Answer{}, fmt.Errorf("%w: %s %s status %d", ErrBadAnswer, rq.Method, rq.Path, rec.status)
+		return Answer{}, fmt.Errorf("%w: %s %s status %d", ErrBadAnswer, rq.Method, rq.Path, status)
 	}
-	return Answer{Status: rec.status, Body: out}, nil
-}
-
-// recorder is the ResponseWriter an in-process call is served into.
-type recorder struct {
-	header   http.Header
-	status   int
-	body     bytes.Buffer
-	overflow bool
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-
-func (r *recorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	if r.body.Len()+len(b) > maxAnswer {
-		r.overflow = true
-		return 0, errors.New("mcp: answer too large")
-	}
-	return r.body.Write(b)
+	return Answer{Status: status, Body: out}, nil
 }
 
 // restError is the REST error body {"error": {"code", "message", ...}}.
