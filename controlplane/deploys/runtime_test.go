@@ -415,9 +415,15 @@ func TestWorkerProgram(t *testing.T) {
 	}
 	waitState(t, env.eng.Supervisor(), d.Deployment.ID, func(st supervise.Status) bool { return st.State == supervise.StateHealthy })
 	deadline := time.After(20 * time.Second)
-	for !strings.Contains(s.detail(t, d.Deployment.ID).text(), "stdout: worker started for "+s.project) {
+	for {
+		// Take the change signal before looking, so a line written
+		// between the look and the wait still wakes the loop.
+		changed := env.eng.Supervisor().Changed()
+		if strings.Contains(s.detail(t, d.Deployment.ID).text(), "stdout: worker started for "+s.project) {
+			break
+		}
 		select {
-		case <-env.eng.Supervisor().Changed():
+		case <-changed:
 		case <-deadline:
 			t.Fatalf("worker output missing:\n%s", s.detail(t, d.Deployment.ID).text())
 		}
