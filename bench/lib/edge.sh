@@ -22,7 +22,8 @@ start_edge() {
 		--api-addr "127.0.0.1:$EDGE_API" --admin-addr "127.0.0.1:$EDGE_ADMIN" \
 		--http-addr "127.0.0.1:$EDGE_HTTP" --https-addr "127.0.0.1:$EDGE_HTTPS" \
 		--apps-domain localhost --geoip "$GEOIP" --trusted-proxies 127.0.0.1/32 \
-		--bootstrap-key "$BENCH_KEY" --log-level warn
+		--bootstrap-key "$BENCH_KEY" --log-level warn \
+		--allow-private-networks --rtmp-addr ""
 	wait_port "$EDGE_API" edge
 	wait_port "$EDGE_HTTPS" edge
 }
