@@ -211,12 +211,27 @@ const jobDatabaseStorage = "databases.storage"
 // jobMediaStorage records the bytes media assets store, once a day.
 const jobMediaStorage = "media.storage"
 
+// Media returns the media area (its tests process uploads through it).
+func (cp *ControlPlane) Media() *media.Service { return cp.media }
+
 // AI returns the AI gateway.
 func (cp *ControlPlane) AI() *ai.Service { return cp.ai }
 
 // StartBackground starts the job workers; `platform serve` and
 // `platform controlplane` call it, tests run jobs with Jobs.RunDue.
-func (cp *ControlPlane) StartBackground(ctx context.Context) { cp.Jobs.Start(ctx) }
+func (cp *ControlPlane) StartBackground(ctx context.Context) {
+	// On SQLite this process is the only one using the data directory, so
+	// jobs a killed predecessor was running are taken back at once rather
+	// than when their leases expire.
+	if cp.DB.Dialect() == store.SQLite {
+		if n, err := cp.Jobs.ReclaimAbandoned(ctx); err != nil {
+			cp.cfg.Logger.Warn("controlplane: reclaim abandoned jobs", "err", err)
+		} else if n > 0 {
+			cp.cfg.Logger.Info("controlplane: jobs of a stopped process taken back", "jobs", n)
+		}
+	}
+	cp.Jobs.Start(ctx)
+}
 
 // onClose registers fn to run at Close, in reverse order.
 func (cp *ControlPlane) onClose(fn func() error) { cp.closers = append(cp.closers, fn) }
@@ -357,6 +372,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	}
 	cp.Projects.AddDependent(cp.payments)
 	cp.Projects.AddCounter(cp.payments)
+	cp.Jobs.Every(payments.JobSync, payments.SyncEvery) // processor sync: disputes, pending refunds and payouts, paid sessions
 
 	// The AI gateway: chat, the compatible surface, embeddings; billed
 	// through the ledger. Providers are the operator's own configuration

@@ -34,6 +34,7 @@ type options struct {
 	stripeBaseURL  string
 	accessLog      string
 	rtmpAddr       string
+	rtmpsAddr      string
 	blobs          string
 	store          string
 	appSandbox     string
@@ -76,6 +77,7 @@ func (o *options) defs() []flagDef {
 		{"stripe-key", "STRIPE_SECRET_KEY", "", "payments: the Stripe secret key, with --payments-processor stripe", &o.stripeKey},
 		{"stripe-base-url", "PLATFORM_STRIPE_BASE_URL", "", "payments: Stripe API base URL (default Stripe's; stripe-mock in tests)", &o.stripeBaseURL},
 		{"rtmp-addr", "PLATFORM_RTMP_ADDR", "127.0.0.1:1935", "media: live ingest (RTMP, Debian nginx + libnginx-mod-rtmp); empty turns live channels off", &o.rtmpAddr},
+		{"rtmps-addr", "PLATFORM_RTMPS_ADDR", "127.0.0.1:1936", "media: RTMPS live ingest, TLS terminated by the platform with the local CA's certificate and forwarded to --rtmp-addr (empty: off)", &o.rtmpsAddr},
 		{"app-sandbox", "PLATFORM_APP_SANDBOX", "", "run deployed apps, workers and functions: bwrap (bubblewrap + prlimit, as root), none (no isolation: development only) or empty (off: such deploys answer 503)", &o.appSandbox},
 		{"runtime-dir", "PLATFORM_RUNTIME_DIR", "", "where running apps' directories live, outside --data (default <data>.runtime)", &o.runtimeDir},
 		{"app-idle-timeout", "PLATFORM_APP_IDLE_TIMEOUT", "15m", "stop an app with no connection for this long; the next request wakes it (0s: never)", &o.appIdle},

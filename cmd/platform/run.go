@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -25,6 +27,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/edge"
+	"github.com/svcplatform/platform/edge/localca"
 )
 
 // run starts the processes of cmd and blocks until ctx ends.
@@ -60,6 +63,12 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 		adminLn.Close()
 		return err
 	}
+	mediaCfg, err := mediaConfig(o)
+	if err != nil {
+		apiLn.Close()
+		adminLn.Close()
+		return err
+	}
 	var aiCfg ai.Config
 	if o.aiConfig != "" {
 		if aiCfg, err = ai.LoadConfig(o.aiConfig); err != nil {
@@ -76,7 +85,7 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 		OwnAddrs:             ownAddrs(apiLn.Addr(), adminLn.Addr()),
 		APIBaseURL:           "http://" + apiLn.Addr().String(),
 		Payments:             payments.Config{Processor: o.payProcessor, StripeKey: o.stripeKey, StripeBaseURL: o.stripeBaseURL},
-		Media:                mediaConfig(o),
+		Media:                mediaCfg,
 		Runtime:              rtCfg,
 		Blobs:                o.blobs,
 		Store:                o.store,
@@ -353,12 +362,29 @@ func ownAddrs(addrs ...net.Addr) []netip.AddrPort {
 
 // mediaConfig turns on live channels when an RTMP address is set (nginx
 // with libnginx-mod-rtmp; without them live channels answer 503).
-func mediaConfig(o options) media.Config {
+// RTMPS is terminated by the platform with a certificate from the local CA
+// (the one the edge serves with) for the apps domain.
+func mediaConfig(o options) (media.Config, error) {
 	var c media.Config
-	if o.rtmpAddr != "" {
-		c.Live = &media.LiveConfig{Listen: o.rtmpAddr}
+	if o.rtmpAddr == "" {
+		return c, nil
 	}
-	return c
+	c.Live = &media.LiveConfig{Listen: o.rtmpAddr}
+	if o.rtmpsAddr == "" || o.acmeEmail != "" {
+		return c, nil
+	}
+	ca, err := localca.Open(filepath.Join(o.data, "ca"), o.appsDomain)
+	if err != nil {
+		return c, err
+	}
+	_, port, err := net.SplitHostPort(o.rtmpsAddr)
+	if err != nil {
+		return c, fmt.Errorf("--rtmps-addr %q: %w", o.rtmpsAddr, err)
+	}
+	c.Live.TLSListen = o.rtmpsAddr
+	c.Live.TLS = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: ca.GetCertificate}
+	c.Live.IngestURL = "rtmps://" + net.JoinHostPort(o.appsDomain, port) + "/live"
+	return c, nil
 }
 
 // runtimeConfig reads the flags of the runtime that runs deployed code.

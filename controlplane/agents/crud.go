@@ -204,7 +204,7 @@ func (s *Service) Get(ctx context.Context, p *auth.Principal, id string) (AgentD
 }
 
 func (s *Service) detail(ctx context.Context, a Agent) (AgentDetail, error) {
-	runs, err := s.st.runs(ctx, s.d.DB, `agent_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`, a.ID, RecentRuns)
+	runs, err := s.st.runs(ctx, s.d.DB, `agent_id = ? ORDER BY created_at DESC, seq DESC LIMIT ?`, a.ID, RecentRuns)
 	if err != nil {
 		return AgentDetail{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/seal"
 	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/controlplane/store/pgtest"
 	"github.com/svcplatform/platform/passhash"
 )
 
@@ -209,6 +211,7 @@ func (verified) OwnerEmailVerified(context.Context, string) (bool, error) { retu
 type env struct {
 	t       *testing.T
 	dir     string
+	dsn     string // the metadata store: a SQLite path, or PostgreSQL under PLATFORM_TEST_STORE=postgres
 	db      *store.DB
 	clk     *clock.Fake
 	acc     *accounts.Service
@@ -234,6 +237,9 @@ type env struct {
 	meter   *metering.Meter
 }
 
+// TestMain stops the PostgreSQL server of PLATFORM_TEST_STORE=postgres runs.
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
 func newEnv(t *testing.T, plan plans.Name, cfgs ...Config) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), clk: clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)), model: newMockModel(),
@@ -250,7 +256,13 @@ func newEnv(t *testing.T, plan plans.Name, cfgs ...Config) *env {
 func (e *env) open(t *testing.T, plan plans.Name) {
 	ctx := context.Background()
 	var err error
-	if e.db, err = store.Open(ctx, filepath.Join(e.dir, "platform.db")); err != nil {
+	if e.dsn == "" {
+		e.dsn = filepath.Join(e.dir, "platform.db")
+		if os.Getenv("PLATFORM_TEST_STORE") == "postgres" {
+			e.dsn = pgtest.MigratedDSN(t)
+		}
+	}
+	if e.db, err = store.Open(ctx, e.dsn); err != nil {
 		t.Fatal(err)
 	}
 	e.log = slog.New(slog.NewTextHandler(io.Discard, nil))

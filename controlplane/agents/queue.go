@@ -44,6 +44,7 @@ func (s *Service) enqueue(ctx context.Context, a Agent, st starter, mode, input,
 		EventType: eventType, workspace: a.workspace, project: a.ProjectID, starter: st}
 	dup := false
 	err := s.d.DB.Tx(ctx, func(tx *sql.Tx) error {
+		dup = false // fn may run again after a serialization failure
 		if delivery != "" {
 			prev, err := s.st.runs(ctx, tx, `agent_id = ? AND delivery_id = ?`, a.ID, delivery)
 			if err != nil {
@@ -134,6 +135,7 @@ func (s *Service) claim(ctx context.Context, x *Run) (bool, error) {
 	defer s.admitMu.Unlock()
 	claimed := false
 	err := s.d.DB.Tx(ctx, func(tx *sql.Tx) error {
+		claimed = false // fn may run again after a serialization failure
 		running, err := s.st.count(ctx, tx, `SELECT count(*) FROM agent_runs WHERE workspace_id = ? AND status = 'running'`, x.workspace)
 		if err != nil || running >= limit {
 			return err
@@ -156,7 +158,7 @@ func (s *Service) kick(ctx context.Context, workspace string) {
 		return
 	}
 	rows, err := s.d.DB.QueryContext(ctx, `SELECT r.id FROM agent_runs r JOIN agents a ON a.id = r.agent_id
-		WHERE r.workspace_id = ? AND r.status = 'queued' AND a.status = 'active' ORDER BY r.created_at LIMIT ?`, workspace, limit-running)
+		WHERE r.workspace_id = ? AND r.status = 'queued' AND a.status = 'active' ORDER BY r.created_at, r.seq, r.id LIMIT ?`, workspace, limit-running)
 	if err != nil {
 		s.d.Logger.Warn("agents: kick", "workspace", workspace, "err", err)
 		return

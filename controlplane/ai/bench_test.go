@@ -25,14 +25,18 @@ import (
 //	go test -run '^$' -bench Overhead -benchtime 2000x ./controlplane/ai/
 func BenchmarkOverhead(b *testing.B) {
 	e := newEnv(b, envOptions{included: 1_000_000 * MicrosPerDollar, balance: 1})
+	// real: the same gateway on controlplane/billing's SQLite ledger (a
+	// Reserve and a Settle transaction per request), as the platform runs it.
+	real := newEnv(b, envOptions{realLedger: true, balance: 1_000_000 * MicrosPerDollar})
 	words := strings.Repeat("word ", 20)
 	e.openai.Set("gpt-4.1-mini", upstreamtest.Reply{Text: words, InputTokens: 10, OutputTokens: 20})
+	real.openai.Set("gpt-4.1-mini", upstreamtest.Reply{Text: words, InputTokens: 10, OutputTokens: 20})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	direct := []byte(`{"model":"gpt-4.1-mini","messages":[{"role":"user","content":"hello"}],"max_tokens":64}`)
 	directStream := []byte(`{"model":"gpt-4.1-mini","messages":[{"role":"user","content":"hello"}],"max_tokens":64,"stream":true,"stream_options":{"include_usage":true}}`)
 	gateway := []byte(`{"model":"gpt-4.1-mini","prompt":"hello","max_tokens":64}`)
 	gatewayStream := []byte(`{"model":"gpt-4.1-mini","prompt":"hello","max_tokens":64,"stream":true}`)
-	run := func(b *testing.B, url, key string, body []byte, stream bool) {
+	run := func(b *testing.B, e *env, url, key string, body []byte, stream bool) {
 		lat := make([]time.Duration, 0, b.N)
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -64,10 +68,11 @@ func BenchmarkOverhead(b *testing.B) {
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 	}
-	b.Run("direct/plain", func(b *testing.B) { run(b, e.openai.BaseURL()+"/chat/completions", "sk-openai", direct, false) })
-	b.Run("gateway/plain", func(b *testing.B) { run(b, e.srv.URL+"/api/ai/chat", ownerKey, gateway, false) })
-	b.Run("direct/stream20", func(b *testing.B) { run(b, e.openai.BaseURL()+"/chat/completions", "sk-openai", directStream, true) })
-	b.Run("gateway/stream20", func(b *testing.B) { run(b, e.srv.URL+"/api/ai/chat", ownerKey, gatewayStream, true) })
+	b.Run("direct/plain", func(b *testing.B) { run(b, e, e.openai.BaseURL()+"/chat/completions", "sk-openai", direct, false) })
+	b.Run("gateway/plain", func(b *testing.B) { run(b, e, e.srv.URL+"/api/ai/chat", ownerKey, gateway, false) })
+	b.Run("gateway/plain-sqlite-ledger", func(b *testing.B) { run(b, real, real.srv.URL+"/api/ai/chat", ownerKey, gateway, false) })
+	b.Run("direct/stream20", func(b *testing.B) { run(b, e, e.openai.BaseURL()+"/chat/completions", "sk-openai", directStream, true) })
+	b.Run("gateway/stream20", func(b *testing.B) { run(b, e, e.srv.URL+"/api/ai/chat", ownerKey, gatewayStream, true) })
 }
 
 // BenchmarkChunk is the gateway's cost per streamed piece alone: writing one

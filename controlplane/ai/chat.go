@@ -480,7 +480,20 @@ func (s *Service) run(ctx context.Context, x *exchange, sink Sink) (*Answer, err
 			cancel()
 			return s.finish(ctx, x, m, resp, true, len(resp.Text)+toolBytes(resp.ToolCalls), nil)
 		}
-		ans, err := s.pump(ctx, x, m, stream, sink)
+		// Nothing reaches the client before the stream's first piece: a
+		// stream that breaks before it may still fall back.
+		first, ferr := stream.Next()
+		if ferr != nil && ferr != io.EOF && ctx.Err() == nil {
+			stream.Close()
+			cancel()
+			if provider.Retryable(ferr) {
+				s.d.Logger.Warn("ai: stream failed before its first piece, trying the next model", "model", m.ID, "provider", m.Provider, "err", ferr)
+				failures = append(failures, ferr)
+				continue
+			}
+			return nil, s.refuse(ctx, x, m, ferr)
+		}
+		ans, err := s.pump(ctx, x, m, stream, sink, first, ferr)
 		cancel()
 		return ans, err
 	}
@@ -511,16 +524,25 @@ func toolBytes(calls []provider.ToolCall) int {
 	return n
 }
 
-// pump relays a stream to the sink and charges what was delivered.
-func (s *Service) pump(ctx context.Context, x *exchange, m *Model, st provider.Stream, sink Sink) (*Answer, error) {
+// pump relays a stream whose first piece (or end, or error) is d, err to
+// the sink and charges what was delivered. Meta goes out with the first
+// piece; after it the stream cannot fall back.
+func (s *Service) pump(ctx context.Context, x *exchange, m *Model, st provider.Stream, sink Sink, d provider.Delta, err error) (*Answer, error) {
 	defer st.Close()
-	meta := Meta{ID: x.id, Model: m.ID, Provider: m.Provider, Requested: x.rt.requested, FellBackFrom: x.fellBackFrom(m)}
-	if err := sink.Meta(meta); err != nil {
-		return s.finishPartial(ctx, x, m, st, 0, StatusClientClosed, err)
+	if bs, ok := sink.(batchSink); ok {
+		if w, ok := st.(provider.Waiter); ok {
+			bs.setLazy(true)
+			w.OnWait(bs.flush)
+		}
+	}
+	if err == nil || err == io.EOF {
+		meta := Meta{ID: x.id, Model: m.ID, Provider: m.Provider, Requested: x.rt.requested, FellBackFrom: x.fellBackFrom(m)}
+		if serr := sink.Meta(meta); serr != nil {
+			return s.finishPartial(ctx, x, m, st, 0, StatusClientClosed, serr)
+		}
 	}
 	delivered := 0
 	for {
-		d, err := st.Next()
 		if err == io.EOF {
 			res := st.Result()
 			return s.finish(ctx, x, m, &res, true, delivered, nil)
@@ -532,13 +554,14 @@ func (s *Service) pump(ctx context.Context, x *exchange, m *Model, st provider.S
 			}
 			return s.finishPartial(ctx, x, m, st, delivered, status, err)
 		}
-		if err := sink.Delta(d); err != nil {
-			return s.finishPartial(ctx, x, m, st, delivered, StatusClientClosed, err)
+		if serr := sink.Delta(d); serr != nil {
+			return s.finishPartial(ctx, x, m, st, delivered, StatusClientClosed, serr)
 		}
 		delivered += len(d.Text)
 		if d.ToolCall != nil {
 			delivered += len(d.ToolCall.Name) + len(d.ToolCall.Arguments)
 		}
+		d, err = st.Next()
 	}
 }
 

@@ -263,6 +263,7 @@ type compatSink struct {
 	created int64
 	usage   bool
 	started bool
+	lazy    bool
 }
 
 var _ Sink = (*compatSink)(nil)
@@ -271,8 +272,14 @@ func (s *compatSink) send() error {
 	if _, err := s.w.Write(s.buf); err != nil {
 		return err
 	}
+	if s.lazy {
+		return nil
+	}
 	return s.rc.Flush()
 }
+
+func (s *compatSink) setLazy(on bool) { s.lazy = on }
+func (s *compatSink) flush()          { s.rc.Flush() }
 
 // Meta starts the stream with the assistant role.
 func (s *compatSink) Meta(m Meta) error {
@@ -314,6 +321,7 @@ func (s *compatSink) Delta(d provider.Delta) error {
 }
 
 func (s *compatSink) done(a *Answer, requested string) error {
+	s.lazy = false
 	info, err := json.Marshal(serviceInfo(a, requested))
 	if err != nil {
 		return err
@@ -340,6 +348,7 @@ func (s *compatSink) done(a *Answer, requested string) error {
 }
 
 func (s *compatSink) fail(err error) error {
+	s.lazy = false
 	e := api.AsError(err)
 	code, msg := e.Code, e.Message
 	if e.Kind == api.KindInternal {

@@ -3,6 +3,8 @@ package ai
 import (
 	"encoding/json"
 	"errors"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -183,3 +185,39 @@ func FuzzChatRequest(f *testing.F) {
 		validateChat(&in)
 	})
 }
+
+// The upstream client keeps enough idle connections per provider host and
+// keeps the caller's dial policy; another kind of RoundTripper is kept as is.
+func TestUpstreamClient(t *testing.T) {
+	dial := (&net.Dialer{}).DialContext
+	for _, tc := range []struct {
+		name  string
+		in    *http.Client
+		tuned bool
+	}{
+		{"default transport", &http.Client{}, true},
+		{"own transport", &http.Client{Transport: &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 2}}, true},
+		{"other round tripper", &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, nil })}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, own := upstreamClient(tc.in)
+			if !tc.tuned {
+				if c != tc.in || own != nil {
+					t.Fatal("a RoundTripper that is not an *http.Transport must be used unchanged")
+				}
+				return
+			}
+			tr, ok := c.Transport.(*http.Transport)
+			if !ok || tr != own || tr.MaxIdleConnsPerHost < MaxIdleUpstreamConns || c == tc.in {
+				t.Fatalf("transport %#v", c.Transport)
+			}
+			if in, ok := tc.in.Transport.(*http.Transport); ok && (tr.DialContext == nil || in.MaxIdleConnsPerHost != 2) {
+				t.Fatal("the dial policy must be kept and the caller's transport left unchanged")
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

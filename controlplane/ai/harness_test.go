@@ -227,7 +227,8 @@ type envOptions struct {
 	included    Micros
 	balance     Micros
 	configure   func(*Config)
-	// realLedger uses controlplane/billing's ledger instead of the fake.
+	// realLedger uses controlplane/billing's ledger instead of the fake
+	// (the benchmark; tests of the assembled platform use cptest).
 	realLedger bool
 }
 

@@ -53,6 +53,41 @@ type Service struct {
 	limiter   *limiter
 	sets      settingsCache
 	rec       *recorder
+	// transport is the upstream transport the service made (nil when the
+	// caller's client has its own kind of RoundTripper).
+	transport *http.Transport
+}
+
+// MaxIdleUpstreamConns is how many idle connections to one provider host
+// the gateway keeps open between calls.
+const MaxIdleUpstreamConns = 64
+
+// upstreamClient returns a copy of c whose transport keeps connections to
+// providers open between calls: net/http's default keeps two idle ones per
+// host, so concurrent calls to one provider would dial (and handshake TLS)
+// again on nearly every request. The dial policy, proxy and TLS settings of
+// c's *http.Transport are kept; another kind of RoundTripper is used as is.
+func upstreamClient(c *http.Client) (*http.Client, *http.Transport) {
+	var t *http.Transport
+	switch rt := c.Transport.(type) {
+	case nil:
+		dt, ok := http.DefaultTransport.(*http.Transport)
+		if !ok {
+			return c, nil
+		}
+		t = dt.Clone()
+	case *http.Transport:
+		t = rt.Clone()
+	default:
+		return c, nil
+	}
+	t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, MaxIdleUpstreamConns)
+	if t.MaxIdleConns != 0 {
+		t.MaxIdleConns = max(t.MaxIdleConns, 4*MaxIdleUpstreamConns)
+	}
+	cc := *c
+	cc.Transport = t
+	return &cc, t
 }
 
 // New builds the gateway from its configuration: the catalogue with the
@@ -88,12 +123,14 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	if d.HTTPClient == nil {
 		d.HTTPClient = &http.Client{}
 	}
+	var own *http.Transport
+	d.HTTPClient, own = upstreamClient(d.HTTPClient)
 	cat, err := buildCatalogue(cfg.Models)
 	if err != nil {
 		return nil, err
 	}
 	s := &Service{cfg: cfg, d: d, cat: cat, providers: map[string]provider.Provider{}, limiter: newLimiter(),
-		sets: settingsCache{m: map[string]*Settings{}}}
+		sets: settingsCache{m: map[string]*Settings{}}, transport: own}
 	for name, pc := range cfg.Providers {
 		p, err := provider.New(provider.Config{Name: name, Protocol: pc.Protocol, BaseURL: pc.BaseURL, APIKey: pc.APIKey,
 			HTTP: d.HTTPClient, FirstByteTimeout: cfg.FirstByteTimeout, IdleTimeout: cfg.IdleTimeout})
@@ -113,9 +150,13 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	return s, nil
 }
 
-// Close writes the history still buffered and stops the writer.
+// Close writes the history still buffered, stops the writer and closes
+// idle upstream connections.
 func (s *Service) Close() error {
 	s.rec.close()
+	if s.transport != nil {
+		s.transport.CloseIdleConnections()
+	}
 	return nil
 }
 

@@ -26,6 +26,7 @@ type nativeSink struct {
 	rc      *http.ResponseController
 	buf     []byte
 	started bool
+	lazy    bool
 }
 
 var _ Sink = (*nativeSink)(nil)
@@ -38,8 +39,24 @@ func (s *nativeSink) send() error {
 	if _, err := s.w.Write(s.buf); err != nil {
 		return err
 	}
+	if s.lazy {
+		return nil
+	}
 	return s.rc.Flush()
 }
+
+// batchSink is a Sink that can leave meta and pieces in the response's
+// buffer until flush: the relay flushes whenever the upstream has nothing
+// more buffered, so pieces that arrived together leave in one write and
+// none waits on a silent upstream. done and error events always flush.
+type batchSink interface {
+	Sink
+	setLazy(on bool)
+	flush()
+}
+
+func (s *nativeSink) setLazy(on bool) { s.lazy = on }
+func (s *nativeSink) flush()          { s.rc.Flush() }
 
 func (s *nativeSink) event(name string, v any) error {
 	data, err := json.Marshal(v)
@@ -90,12 +107,14 @@ type doneEvent struct {
 }
 
 func (s *nativeSink) done(a *Answer) error {
+	s.lazy = false
 	return s.event("done", doneEvent{ID: a.ID, FinishReason: a.FinishReason, Truncated: a.Truncated, Note: a.Note, TokensIn: a.TokensIn,
 		TokensOut: a.TokensOut, Cost: a.Cost, CostMicros: a.CostMicros, ModelUsed: a.ModelUsed, FellBackFrom: a.FellBackFrom, LatencyMs: a.LatencyMs})
 }
 
 // fail writes the error event: its code, message, and what was charged.
 func (s *nativeSink) fail(err error, a *Answer) error {
+	s.lazy = false
 	e := api.AsError(err)
 	obj := map[string]any{"code": e.Code, "message": e.Message}
 	if e.Kind == api.KindInternal {

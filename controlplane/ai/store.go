@@ -203,8 +203,8 @@ func insertRecord(ctx context.Context, tx *sql.Tx, rec *Record) error {
 	_, err = tx.ExecContext(ctx, `INSERT INTO ai_spend_month (workspace_id, month, model, project_id, requests, tokens_in, tokens_out, cost_micros)
 		VALUES (?,?,?,?,1,?,?,?)
 		ON CONFLICT (workspace_id, month, model, project_id) DO UPDATE SET
-			requests = requests + 1, tokens_in = tokens_in + excluded.tokens_in,
-			tokens_out = tokens_out + excluded.tokens_out, cost_micros = cost_micros + excluded.cost_micros`,
+			requests = ai_spend_month.requests + 1, tokens_in = ai_spend_month.tokens_in + excluded.tokens_in,
+			tokens_out = ai_spend_month.tokens_out + excluded.tokens_out, cost_micros = ai_spend_month.cost_micros + excluded.cost_micros`,
 		rec.workspace, rec.At.UTC().Format("2006-01"), model, rec.ProjectID, rec.TokensIn, rec.TokensOut, int64(rec.CostMicros))
 	if err != nil {
 		return fmt.Errorf("ai: month totals: %w", err)

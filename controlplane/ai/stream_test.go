@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -150,6 +151,107 @@ func TestSlowAndStalledStreams(t *testing.T) {
 	evs = parseSSE(t, r.body)
 	if last := evs[len(evs)-1]; last.name != "error" || last.data["code"] != "stream_error" {
 		t.Fatalf("events %+v", evs)
+	}
+	e.ledger.check(t)
+}
+
+// A stream that breaks or stalls before its first piece has delivered
+// nothing: the next model answers (meta names it and what it replaced),
+// and only the model that answered is charged. A refusal before the first
+// piece is not retried and charges nothing; once a piece was delivered a
+// break is a stream_error (TestStreamCutMidway).
+func TestStreamFallbackBeforeFirstPiece(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		first  upstreamtest.Reply // gpt-4.1-mini's scripted stream
+		second upstreamtest.Reply // claude-sonnet-4-0's
+		// want is the answering model, or "" when the request fails with code.
+		want, code string
+		status     int
+	}{
+		{name: "cut before the first piece", first: upstreamtest.Reply{Text: "never said", CutBeforeFirst: true},
+			second: upstreamtest.Reply{Text: "from sonnet", InputTokens: 10, OutputTokens: 2}, want: "claude-sonnet-4-0", status: 200},
+		{name: "stalled before the first piece", first: upstreamtest.Reply{Text: "too late", FirstDelay: 2 * time.Second},
+			second: upstreamtest.Reply{Text: "from sonnet", InputTokens: 10, OutputTokens: 2}, want: "claude-sonnet-4-0", status: 200},
+		{name: "both broken", first: upstreamtest.Reply{Text: "x", CutBeforeFirst: true},
+			second: upstreamtest.Reply{Text: "y", CutBeforeFirst: true}, code: "ai_provider_error", status: 502},
+		{name: "refusal is not retried", first: upstreamtest.Reply{Refuse: true},
+			second: upstreamtest.Reply{Text: "from sonnet"}, code: "ai_request_refused", status: 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{configure: func(c *Config) { c.IdleTimeout = 150 * time.Millisecond }})
+			e.openai.Set("gpt-4.1-mini", tc.first)
+			e.anthropic.Set("claude-sonnet-4-0", tc.second)
+			e.anthropic.Set("gpt-4o", upstreamtest.Reply{Status: 503})
+			e.openai.Set("gpt-4o", upstreamtest.Reply{Status: 503})
+			e.edge.Set("", upstreamtest.Reply{Status: 503})
+			r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "model": "gpt-4.1-mini", "stream": true})
+			if r.status != tc.status {
+				t.Fatalf("status %d, want %d: %s", r.status, tc.status, r.body)
+			}
+			if tc.want == "" {
+				if !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") || r.code() != tc.code {
+					t.Fatalf("want a JSON error %s, got %s %s", tc.code, r.header.Get("Content-Type"), r.body)
+				}
+				if c := e.ledger.chargedOf(e.ws); c != 0 {
+					t.Fatalf("charged %d for no answer", c)
+				}
+				e.ledger.check(t)
+				return
+			}
+			evs := parseSSE(t, r.body)
+			if evs[0].name != "meta" || evs[0].data["model"] != tc.want || evs[0].data["fellBackFrom"] != "gpt-4.1-mini" {
+				t.Fatalf("meta %+v", evs[0])
+			}
+			for _, ev := range evs[1:] {
+				if ev.name == "meta" || ev.name == "error" {
+					t.Fatalf("events %+v", evs)
+				}
+			}
+			done := evs[len(evs)-1]
+			if done.name != "done" || done.data["modelUsed"] != tc.want {
+				t.Fatalf("done %+v", done)
+			}
+			// 10 in x 3.00 + 2 out x 15.00 per million, plus the markup of
+			// a third-party vendor model, if any: charged exactly as the event says.
+			if got := e.ledger.chargedOf(e.ws); got == 0 || got != Micros(done.data["costMicros"].(float64)) {
+				t.Fatalf("charged %d, done says %v", got, done.data["costMicros"])
+			}
+			e.ledger.check(t)
+		})
+	}
+}
+
+// Pieces that reach the gateway together leave in one write, yet none is
+// held back while the upstream is silent: a slow stream's first piece
+// arrives before the upstream sends the second.
+func TestStreamFlushesBeforeWaiting(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	hold := make(chan struct{})
+	e.openai.Set("gpt-4.1-mini", upstreamtest.Reply{Chunks: []string{"one ", "two ", "three"}, HoldAfter: 1, Hold: hold})
+	body, _ := json.Marshal(map[string]any{"prompt": "hi", "model": "gpt-4.1-mini", "stream": true})
+	req, _ := http.NewRequest("POST", e.srv.URL+"/api/ai/chat", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+ownerKey)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	rd := bufio.NewReader(res.Body)
+	// The first delta must arrive while the upstream holds the rest.
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(line, `data: {"text":"one "}`) {
+			break
+		}
+	}
+	close(hold)
+	rest, _ := io.ReadAll(rd)
+	if !strings.Contains(string(rest), `"text":"three"`) || !strings.Contains(string(rest), "event: done") {
+		t.Fatalf("rest of the stream %s", rest)
 	}
 	e.ledger.check(t)
 }

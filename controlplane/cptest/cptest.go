@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/plans"
+	"github.com/svcplatform/platform/controlplane/store/pgtest"
 	"github.com/svcplatform/platform/passhash"
 )
 
@@ -52,22 +54,34 @@ func New(t *testing.T, opts ...Options) *Env {
 		o.Plan = plans.Pro
 	}
 	clk := clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC))
+	// The server's address is known before the control plane is built, so
+	// the URLs it hands out (uploads, hosted pages, callbacks) reach it.
+	srv := httptest.NewUnstartedServer(nil)
 	cfg := controlplane.Config{
-		DataDir: t.TempDir(), AppsDomain: "apps.test", Clock: clk,
+		APIBaseURL: "http://" + srv.Listener.Addr().String(),
+		DataDir:    t.TempDir(), AppsDomain: "apps.test", Clock: clk,
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Bootstrap: accounts.BootstrapConfig{WorkspaceName: "Test", OwnerEmail: "owner@example.com", Plan: o.Plan, Key: OwnerKey},
 		// Tests deploy origins and webhook receivers on loopback.
 		AllowPrivateNetworks: true,
+	}
+	// PLATFORM_TEST_STORE=postgres runs the control plane on a real
+	// PostgreSQL (controlplane/store/pgtest; the test binary's TestMain
+	// calls pgtest.Main).
+	if os.Getenv("PLATFORM_TEST_STORE") == "postgres" {
+		cfg.Store = pgtest.MigratedDSN(t)
 	}
 	if o.Configure != nil {
 		o.Configure(&cfg)
 	}
 	cp, err := controlplane.New(context.Background(), cfg)
 	if err != nil {
+		srv.Close()
 		t.Fatal(err)
 	}
 	cp.Accounts.SetHashParams(passhash.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32})
-	srv := httptest.NewServer(cp.Handler())
+	srv.Config.Handler = cp.Handler()
+	srv.Start()
 	t.Cleanup(func() {
 		srv.Close()
 		cp.Close()

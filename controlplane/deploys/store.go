@@ -152,7 +152,7 @@ func getDeployment(ctx context.Context, q store.Querier, id string) (Deployment,
 // queryDeployments returns the deployments a WHERE clause selects, newest first.
 // limit 0 means all.
 func queryDeployments(ctx context.Context, q store.Querier, limit int, where string, args ...any) ([]Deployment, error) {
-	query := `SELECT ` + deploymentCols + deploymentFrom + ` WHERE ` + where + ` ORDER BY d.created_at DESC, d.rowid DESC`
+	query := `SELECT ` + deploymentCols + deploymentFrom + ` WHERE ` + where + ` ORDER BY d.created_at DESC, d.seq DESC`
 	if limit > 0 {
 		query += fmt.Sprintf(` LIMIT %d`, limit)
 	}

@@ -64,13 +64,19 @@ func (s *Service) Ingest(ctx context.Context, tokenID string, b snapshot.CountBa
 	}
 	var out snapshot.CountAnswer
 	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO edge_count_batches(batch_id, token_id, received_at) VALUES (?,?,?)`, b.Batch, tokenID, store.FormatTime(now))
-		if store.IsUniqueViolation(err) {
-			out.Duplicate = true
-			return nil
-		}
+		out = snapshot.CountAnswer{} // fn may run again after a serialization failure
+		// ON CONFLICT, not a caught unique violation: a failed statement
+		// ends a PostgreSQL transaction.
+		res, err := tx.ExecContext(ctx, `INSERT INTO edge_count_batches(batch_id, token_id, received_at) VALUES (?,?,?)
+			ON CONFLICT(batch_id) DO NOTHING`, b.Batch, tokenID, store.FormatTime(now))
 		if err != nil {
 			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			out.Duplicate = true
+			return nil
 		}
 		type target struct{ workspace, kind string }
 		targets := map[string]*target{}
@@ -98,7 +104,7 @@ func (s *Service) Ingest(ctx context.Context, tokenID string, b snapshot.CountBa
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO edge_counts(workspace_id, project_id, kind, rule, verdict, day, n) VALUES (?,?,?,?,?,?,?)
-				ON CONFLICT(project_id, rule, verdict, day) DO UPDATE SET n = n + excluded.n, kind = excluded.kind`,
+				ON CONFLICT(project_id, rule, verdict, day) DO UPDATE SET n = edge_counts.n + excluded.n, kind = excluded.kind`,
 				t.workspace, c.ID, t.kind, c.Rule.String(), c.Verdict.String(), c.Day, int64(c.N)); err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/store"
 	"github.com/svcplatform/platform/controlplane/store/pgtest"
@@ -592,4 +594,39 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestReclaimAbandoned: a process killed while running a job leaves it
+// leased; the next process on the same SQLite file takes it back at once
+// instead of waiting for the lease, and the abandoned attempt counts.
+func TestReclaimAbandoned(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	clk := clock.NewFake(t0)
+	a := newRunner(t, openDB(t, path), clk, Config{})
+	a.Register("work", func(context.Context, Job) error { return nil }, KindOptions{Timeout: time.Hour})
+	ctx := context.Background()
+	id, err := a.Enqueue(ctx, nil, "work", nil, EnqueueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held, err := a.claim(ctx, 10); err != nil || len(held) != 1 { // a claims, then is killed
+		t.Fatalf("claim: %v %d", err, len(held))
+	}
+	b := newRunner(t, openDB(t, path), clk, Config{})
+	var ran atomic.Int32
+	b.Register("work", func(_ context.Context, j Job) error {
+		ran.Add(1)
+		if j.Attempt != 2 {
+			return fmt.Errorf("attempt %d, want 2", j.Attempt)
+		}
+		return nil
+	}, KindOptions{Timeout: time.Hour})
+	mustRunDue(t, b, 0) // leased for an hour: not due
+	if n, err := b.ReclaimAbandoned(ctx); err != nil || n != 1 {
+		t.Fatalf("reclaimed %d, %v", n, err)
+	}
+	mustRunDue(t, b, 1) // the same instant: taken back at once
+	if in := mustGet(t, b, id); in.State != Done || ran.Load() != 1 {
+		t.Fatalf("after reclaim: %+v", in)
+	}
 }

@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -24,8 +26,21 @@ import (
 type LiveConfig struct {
 	// Listen is the RTMP address nginx listens on (127.0.0.1:1935 when empty).
 	Listen string `json:"listen"`
-	// IngestURL is what publishers are told (rtmp://<Listen>/live when empty).
+	// IngestURL is what publishers are told (rtmps://<TLSListen>/live when
+	// TLSListen is set, else rtmp://<Listen>/live, when empty). With RTMPS,
+	// name the host the certificate is for.
 	IngestURL string `json:"ingestUrl"`
+	// TLSListen is the RTMPS address, e.g. :1936 (empty: no RTMPS). The
+	// platform terminates TLS there with TLS (or TLSCertFile/TLSKeyFile)
+	// and forwards to the RTMP server, whose stream-key check applies as is.
+	TLSListen string `json:"tlsListen"`
+	// TLSCertFile and TLSKeyFile are the PEM certificate chain and key of
+	// RTMPS when TLS is nil.
+	TLSCertFile string `json:"tlsCertFile"`
+	TLSKeyFile  string `json:"tlsKeyFile"`
+	// TLS is RTMPS's configuration (the platform's certificate for the
+	// ingest host); it wins over the files.
+	TLS *tls.Config `json:"-"`
 	// NotifyBaseURL is how nginx reaches the control plane's API for its
 	// callbacks, e.g. http://127.0.0.1:7070 (required).
 	NotifyBaseURL string `json:"notifyBaseUrl"`
@@ -45,6 +60,7 @@ type liveServer struct {
 	cfg    LiveConfig
 	rc     rtmp.Config
 	srv    *rtmp.Server
+	tls    *rtmp.TLSProxy
 	err    error
 	secret string
 }
@@ -55,11 +71,21 @@ func newLiveServer(s *Service, c LiveConfig) (*liveServer, error) {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:1935"
 	}
-	if c.IngestURL == "" {
-		c.IngestURL = "rtmp://" + c.Listen + "/" + rtmp.App
-	}
 	if c.NotifyBaseURL == "" {
 		return nil, errors.New("media: live needs the API's base URL for the RTMP server's callbacks")
+	}
+	var tlsCfg *tls.Config
+	if c.TLSListen != "" {
+		var err error
+		if tlsCfg, err = c.tlsConfig(); err != nil {
+			return nil, err
+		}
+	}
+	if c.IngestURL == "" {
+		c.IngestURL = "rtmp://" + c.Listen + "/" + rtmp.App
+		if c.TLSListen != "" {
+			c.IngestURL = "rtmps://" + ingestHost(c.TLSListen) + "/" + rtmp.App
+		}
 	}
 	var b [32]byte
 	rand.Read(b[:])
@@ -76,16 +102,54 @@ func newLiveServer(s *Service, c LiveConfig) (*liveServer, error) {
 		return nil, fmt.Errorf("media: live: %w", err)
 	}
 	ls.srv = srv
+	if tlsCfg != nil {
+		if ls.tls, err = rtmp.ListenTLS(c.TLSListen, tlsCfg, c.Listen, s.d.Logger); err != nil {
+			srv.Close()
+			return nil, fmt.Errorf("media: live: %w", err)
+		}
+	}
 	return ls, nil
+}
+
+// tlsConfig is RTMPS's configuration: TLS, or the certificate files.
+func (c LiveConfig) tlsConfig() (*tls.Config, error) {
+	if c.TLS != nil {
+		return c.TLS, nil
+	}
+	if c.TLSCertFile == "" || c.TLSKeyFile == "" {
+		return nil, fmt.Errorf("media: live: tlsListen %s: %w (tlsCertFile and tlsKeyFile)", c.TLSListen, rtmp.ErrNoCertificate)
+	}
+	cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("media: live: rtmps certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}}, nil
+}
+
+// ingestHost is the host:port publishers are told for a listen address
+// (an unspecified host becomes 127.0.0.1: set IngestURL in production).
+func ingestHost(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 func (ls *liveServer) hlsDir() string              { return ls.rc.HLSDir() }
 func (ls *liveServer) channelDir(id string) string { return filepath.Join(ls.rc.HLSDir(), id) }
 func (ls *liveServer) close() error {
-	if ls.srv != nil {
-		return ls.srv.Close()
+	var err error
+	if ls.tls != nil {
+		err = ls.tls.Close()
 	}
-	return nil
+	if ls.srv != nil {
+		err = errors.Join(err, ls.srv.Close())
+	}
+	return err
 }
 
 // ErrLiveUnavailable answers live requests on a platform without an RTMP server.

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svcplatform/platform/controlplane/media/rtmp"
 	"github.com/svcplatform/platform/controlplane/plans"
 )
 
@@ -24,14 +23,15 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// publish starts ffmpeg sending a test pattern to url; the channel gets
-// its exit error.
-func publish(t *testing.T, url string) (*exec.Cmd, chan error) {
+// publish starts ffmpeg sending a test pattern to url (output options
+// such as -tls_verify before it); the channel gets its exit error.
+func publish(t *testing.T, url string, opts ...string) (*exec.Cmd, chan error) {
 	t.Helper()
-	cmd := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-re",
+	args := []string{"-hide_banner", "-loglevel", "error", "-nostdin", "-re",
 		"-f", "lavfi", "-i", "testsrc=size=160x120:rate=10", "-f", "lavfi", "-i", "sine=frequency=440",
 		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "10", "-pix_fmt", "yuv420p",
-		"-c:a", "aac", "-t", "120", "-f", "flv", url)
+		"-c:a", "aac", "-t", "120", "-f", "flv"}
+	cmd := exec.Command("ffmpeg", append(append(args, opts...), url)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +49,7 @@ func publish(t *testing.T, url string) (*exec.Cmd, chan error) {
 }
 
 func TestLiveChannel(t *testing.T) {
-	needTools(t, "ffmpeg", "nginx")
-	var probe rtmp.Config
-	if err := probe.Find(); err != nil {
-		t.Skipf("%v: apt-get install nginx libnginx-mod-rtmp", err)
-	}
+	needLive(t)
 	e := newEnv(t, plans.Pro, Config{NoWorkers: true, Live: &LiveConfig{Listen: freeAddr(t), UpdateSeconds: 1}})
 	var c Created
 	e.must(201, ownerKey, "POST", "/api/projects/"+e.project+"/media", map[string]any{"name": "Show", "kind": "live"}).json(t, &c)
@@ -94,28 +90,7 @@ func TestLiveChannel(t *testing.T) {
 	refused("straight into the HLS application", strings.Replace(c.IngestURL, "/live", "/hls", 1)+"/"+id)
 
 	_, done := publish(t, c.IngestURL+"/"+c.StreamKey)
-	// Live HLS appears under the channel id, never the key.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r := e.do("", "GET", "/media/"+id+"/index.m3u8", nil)
-		if r.status == 200 && strings.Contains(string(r.body), ".ts") {
-			if strings.Contains(string(r.body), c.StreamKey) {
-				t.Fatal("playlist holds the stream key")
-			}
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("publisher with the right key ended: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			files, _ := exec.Command("find", filepath.Join(e.dir, "media", "live")).CombinedOutput()
-			logb, _ := os.ReadFile(filepath.Join(e.dir, "media", "live", "error.log"))
-			t.Fatalf("no live playlist: %d %s\n%s\n%s", r.status, r.body, files, logb)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitLivePlaylist(t, e, id, done)
 	// end-stream cuts the publisher.
 	e.must(200, ownerKey, "PATCH", "/api/media/"+id, map[string]any{"action": "end-stream"})
 	select {
@@ -133,4 +108,31 @@ func TestLiveChannel(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.must(404, ownerKey, "GET", "/api/media/"+id, nil)
+}
+
+// waitLivePlaylist waits until the channel's live playlist lists segments
+// (never naming the stream key), failing if the publisher ends first.
+func waitLivePlaylist(t *testing.T, e *env, id string, done <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := e.do("", "GET", "/media/"+id+"/index.m3u8", nil)
+		if r.status == 200 && strings.Contains(string(r.body), ".ts") {
+			if strings.Contains(string(r.body), "sk_") {
+				t.Fatal("playlist holds the stream key")
+			}
+			return
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("publisher with the right key ended: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			files, _ := exec.Command("find", filepath.Join(e.dir, "media", "live")).CombinedOutput()
+			logb, _ := os.ReadFile(filepath.Join(e.dir, "media", "live", "error.log"))
+			t.Fatalf("no live playlist: %d %s\n%s\n%s", r.status, r.body, files, logb)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

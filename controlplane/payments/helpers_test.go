@@ -41,11 +41,20 @@ type fakeJobs struct {
 	maxAttempts int
 	backoff     []time.Duration
 	enqueued    []string
+	// others are the handlers of the other kinds (the processor sync).
+	others map[string]JobHandler
 }
 
 func (f *fakeJobs) Register(kind string, h JobHandler, maxAttempts int, backoff []time.Duration, _ time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if kind != JobWebhook {
+		if f.others == nil {
+			f.others = map[string]JobHandler{}
+		}
+		f.others[kind] = h
+		return
+	}
 	f.kind, f.handler, f.maxAttempts, f.backoff = kind, h, maxAttempts, backoff
 }
 

@@ -167,7 +167,8 @@ type Service struct {
 	client *http.Client
 }
 
-// New builds the service and registers its webhook job.
+// New builds the service and registers its jobs: webhook deliveries and
+// the periodic sync with the processor (JobSync, scheduled by the assembly).
 func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	cfg.Provision()
 	if err := cfg.Validate(); err != nil {
@@ -197,6 +198,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	s.client = &c
 	d.Jobs.Register(JobWebhook, s.runDeliveryJob, MaxDeliveryAttempts, DeliverySchedule, DeliveryTimeout+5*time.Second)
+	d.Jobs.Register(JobSync, s.runSyncJob, 3, []time.Duration{time.Minute, 5 * time.Minute}, 5*time.Minute)
 	return s, nil
 }
 

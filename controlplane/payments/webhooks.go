@@ -365,7 +365,7 @@ func (s *Service) TestWebhook(ctx context.Context, pr *auth.Principal, accountID
 		if err := s.emit(ctx, tx, a.ID, EventPing, nil); err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, `SELECT id FROM payment_events WHERE account_id = ? AND type = 'ping' ORDER BY rowid DESC LIMIT 1`, a.ID).Scan(&id)
+		return tx.QueryRowContext(ctx, `SELECT id FROM payment_events WHERE account_id = ? AND type = 'ping' ORDER BY seq DESC LIMIT 1`, a.ID).Scan(&id)
 	})
 	if err != nil {
 		return Delivery{}, err

@@ -81,7 +81,7 @@ func insertCommit(ctx context.Context, tx *sql.Tx, repoID string, c Commit, file
 		VALUES (?,?,?,?,?,?,?,?)`, repoID, c.Number, c.Message, c.Files, c.Size, c.StoredBytes, c.Author, now); err != nil {
 		return fmt.Errorf("repos: commit: %w", err)
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO repo_files(repo_id, number, path, sha256, size, binary) VALUES (?,?,?,?,?,?)`)
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO repo_files(repo_id, number, path, sha256, size, "binary") VALUES (?,?,?,?,?,?)`)
 	if err != nil {
 		return fmt.Errorf("repos: commit: %w", err)
 	}
@@ -100,7 +100,7 @@ func insertCommit(ctx context.Context, tx *sql.Tx, repoID string, c Commit, file
 // listFiles returns the files of a commit sorted by path, or only the file
 // at path when path is not empty.
 func listFiles(ctx context.Context, q store.Querier, repoID string, number int, path string) ([]File, error) {
-	query := `SELECT path, sha256, size, binary FROM repo_files WHERE repo_id = ? AND number = ?`
+	query := `SELECT path, sha256, size, "binary" FROM repo_files WHERE repo_id = ? AND number = ?`
 	args := []any{repoID, number}
 	if path != "" {
 		query += ` AND path = ?`

@@ -31,7 +31,7 @@ func replaceMeasurements(ctx context.Context, db *store.DB, workspace, kind, day
 			_, err := tx.ExecContext(ctx, `INSERT INTO usage_measurements
 				(workspace_id, kind, day, project_id, resource_id, bytes, objects, measured_at) VALUES (?,?,?,?,?,?,?,?)
 				ON CONFLICT(workspace_id, kind, day, project_id, resource_id) DO UPDATE SET
-				bytes = bytes + excluded.bytes, objects = objects + excluded.objects`,
+				bytes = usage_measurements.bytes + excluded.bytes, objects = usage_measurements.objects + excluded.objects`,
 				workspace, kind, day, sz.Project, sz.Resource, max(sz.Bytes, 0), max(sz.Objects, 0), store.FormatTime(at))
 			if err != nil {
 				return err

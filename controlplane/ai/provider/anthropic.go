@@ -245,6 +245,7 @@ type anEvent struct {
 
 type anStream struct {
 	name    string
+	wait    func()
 	c       *call
 	sse     *SSEReader
 	res     ChatResponse
@@ -257,10 +258,16 @@ type anStream struct {
 	ev      anEvent
 }
 
+// OnWait implements Waiter.
+func (s *anStream) OnWait(wait func()) { s.wait = wait }
+
 func (s *anStream) Next() (Delta, error) {
 	for {
 		if s.done {
 			return Delta{}, io.EOF
+		}
+		if s.wait != nil && !s.sse.Ready() {
+			s.wait()
 		}
 		s.c.arm()
 		_, data, err := s.sse.Next()

@@ -220,6 +220,7 @@ func (p *OpenAI) Stream(ctx context.Context, r *ChatRequest) (Stream, error) {
 
 type oaStream struct {
 	name    string
+	wait    func()
 	c       *call
 	sse     *SSEReader
 	res     ChatResponse
@@ -231,6 +232,9 @@ type oaStream struct {
 	closed  bool
 }
 
+// OnWait implements Waiter.
+func (s *oaStream) OnWait(wait func()) { s.wait = wait }
+
 func (s *oaStream) Next() (Delta, error) {
 	for {
 		if len(s.pending) > 0 {
@@ -240,6 +244,9 @@ func (s *oaStream) Next() (Delta, error) {
 		}
 		if s.done {
 			return Delta{}, io.EOF
+		}
+		if s.wait != nil && !s.sse.Ready() {
+			s.wait()
 		}
 		s.c.arm()
 		_, data, err := s.sse.Next()

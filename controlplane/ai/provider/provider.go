@@ -114,6 +114,14 @@ type Stream interface {
 	Close() error
 }
 
+// Waiter is a Stream that tells before Next may wait on the network: wait
+// is called when no whole upstream event is buffered. A relay writes the
+// pieces that arrived together and flushes them in one write from wait,
+// never holding a piece back while the upstream is silent.
+type Waiter interface {
+	OnWait(wait func())
+}
+
 // Embeddings is the answer of an embeddings call.
 type Embeddings struct {
 	Vectors [][]float32

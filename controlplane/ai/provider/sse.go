@@ -76,6 +76,17 @@ func (s *SSEReader) Next() (event, data []byte, err error) {
 	}
 }
 
+// Ready tells whether a whole event is already buffered, so that the next
+// call of Next returns without waiting for the network.
+func (s *SSEReader) Ready() bool {
+	n := s.r.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := s.r.Peek(n)
+	return bytes.Contains(b, []byte("\n\n")) || bytes.Contains(b, []byte("\r\n\r\n")) || bytes.Contains(b, []byte("\r\r"))
+}
+
 // readLine returns one line without its ending (\n or \r\n).
 func (s *SSEReader) readLine() ([]byte, error) {
 	s.line = s.line[:0]

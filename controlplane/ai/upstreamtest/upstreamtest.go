@@ -54,6 +54,12 @@ type Reply struct {
 	ChunkDelay time.Duration
 	// CutAfter closes the connection after that many chunks (0: never).
 	CutAfter int
+	// CutBeforeFirst closes the connection after the headers (and the
+	// vendor's opening event) but before the first chunk.
+	CutBeforeFirst bool
+	// FirstDelay waits before the first chunk (a stream that stalls
+	// before saying anything).
+	FirstDelay time.Duration
 	// HoldAfter and Hold pause the stream after HoldAfter chunks until
 	// Hold is closed or the caller goes away.
 	HoldAfter int
@@ -273,8 +279,15 @@ func (rep Reply) usage(body map[string]any) (int64, int64) {
 // pace waits before chunk i; it reports false when the stream must stop
 // (the caller left, or the stream is scripted to be cut here).
 func (rep Reply) pace(r *http.Request, i int) bool {
-	if rep.CutAfter > 0 && i >= rep.CutAfter {
+	if rep.CutAfter > 0 && i >= rep.CutAfter || i == 0 && rep.CutBeforeFirst {
 		return false
+	}
+	if i == 0 && rep.FirstDelay > 0 {
+		select {
+		case <-time.After(rep.FirstDelay):
+		case <-r.Context().Done():
+			return false
+		}
 	}
 	if rep.Hold != nil && i == rep.HoldAfter {
 		select {
