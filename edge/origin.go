@@ -191,6 +191,7 @@ type originConn struct {
 	armed    bool
 	used     bool      // a response (or a TLS handshake) was read on it
 	lastRead time.Time // when the last read started
+	rd       time.Time // the read deadline set on Conn
 	peek     *peeker
 	// ended is set once a read failed or met the end of the stream: no
 	// response is complete on it after that.
@@ -249,15 +250,30 @@ func (c *originConn) SetDeadline(t time.Time) error {
 	return c.Conn.SetWriteDeadline(t)
 }
 
+// rearmSlack is how far an idle read deadline may lag behind now+idle
+// before Read moves it: re-arming the socket's timer on every read costs a
+// runtime timer update, and an idle bound of 60 s enforced between 60 - 60/16
+// and 60 s is the same bound to an origin. A first-byte deadline is always
+// exact.
+func rearmSlack(idle time.Duration) time.Duration { return idle / 16 }
+
+// Read reads with the first-byte deadline until the first byte, then with
+// the idle bound between reads. The deadline is set on the socket only when
+// it changes (a new first-byte deadline, or an idle one moved by more than
+// rearmSlack), not on every read.
 func (c *originConn) Read(p []byte) (int, error) {
 	now := time.Now()
 	c.lastRead = now
 	d := now.Add(c.idle)
-	if c.armed && !c.first.IsZero() && c.first.Before(d) {
+	first := c.armed && !c.first.IsZero() && c.first.Before(d)
+	if first {
 		d = c.first
 	}
-	if err := c.Conn.SetReadDeadline(d); err != nil {
-		return 0, err
+	if !d.Equal(c.rd) && (first || d.Before(c.rd) || d.Sub(c.rd) >= rearmSlack(c.idle) || !c.rd.After(now)) {
+		if err := c.Conn.SetReadDeadline(d); err != nil {
+			return 0, err
+		}
+		c.rd = d
 	}
 	n, err := c.Conn.Read(p)
 	if n > 0 {

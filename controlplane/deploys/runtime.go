@@ -39,6 +39,9 @@ type Runtime interface {
 	// State is the deployment's state (supervise.State values); false
 	// when it does not run.
 	State(id string) (string, bool)
+	// TakeRunTime reports, once, how long each app and worker program
+	// ran since the previous call (metered as app_run_seconds).
+	TakeRunTime() []supervise.RunTime
 }
 
 var _ Runtime = (*engine.Engine)(nil)
@@ -196,6 +199,7 @@ func (s *Service) activate(ctx context.Context, b builder, d *Deployment, m Mani
 		}
 		b.logf("function: module compiled and loaded; each request runs it in a fresh instance")
 	default:
+		s.noteRun(d.ID, d.workspaceID)
 		a := engine.App{ID: d.ID, Project: d.ProjectID, Worker: m.Kind == KindWorker, Run: m.Run, Health: m.Health, Env: env,
 			Files: s.engineFiles(m, files)}
 		what := kindName(m.Kind)
@@ -364,5 +368,8 @@ func (s *Service) SetRuntime(ctx context.Context, rt Runtime) error {
 	s.mu.Lock()
 	s.rt = rt
 	s.mu.Unlock()
+	if rt != nil {
+		s.startRunMeter()
+	}
 	return s.Resume(ctx)
 }

@@ -99,6 +99,11 @@ type Config struct {
 	// has run or module (engine.Engine); nil refuses them with 503
 	// runtime_unavailable. New resumes the serving ones (see Resume).
 	Runtime Runtime
+	// RunMeterEvery is how often the running time of the apps and worker
+	// programs the runtime runs is metered as app_run_seconds
+	// (DefaultRunMeterEvery when 0; negative: only at FlushRunTime calls).
+	// The last flush happens at Close.
+	RunMeterEvery time.Duration
 }
 
 // DefaultProbeTimeout bounds one origin reachability check.
@@ -118,6 +123,10 @@ type Service struct {
 	// dialer probes origins under the same network rule as the edge.
 	dialer *net.Dialer
 	rt     Runtime
+
+	meter     runMeter // under mu, but for agg (under meterMu)
+	meterMu   sync.Mutex
+	meterOnce sync.Once
 }
 
 // New returns the service, marks deployments a restart interrupted as
@@ -126,13 +135,20 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.ProbeTimeout == 0 {
 		cfg.ProbeTimeout = DefaultProbeTimeout
 	}
-	s := &Service{cfg: cfg, health: map[string]bool{}, dialer: netguard.Dialer(cfg.AllowPrivateNetworks, cfg.OwnAddrs...), rt: cfg.Runtime}
+	s := &Service{cfg: cfg, health: map[string]bool{}, dialer: netguard.Dialer(cfg.AllowPrivateNetworks, cfg.OwnAddrs...), rt: cfg.Runtime,
+		meter: runMeter{ws: map[string]string{}}}
+	if br, ok := cfg.Meter.(metering.BatchRecorder); ok {
+		s.meter.agg = metering.NewAggregator(br, cfg.Clock.Now)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.failInterrupted(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.Resume(ctx); err != nil {
 		return nil, err
+	}
+	if cfg.Runtime != nil {
+		s.startRunMeter()
 	}
 	return s, nil
 }
@@ -151,8 +167,8 @@ func (s *Service) failInterrupted(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the background builds and waits for them; each one stopped
-// is marked failed.
+// Close stops the background builds and waits for them (each one stopped
+// is marked failed) and meters the apps' running time a last time.
 func (s *Service) Close() error {
 	s.cancel()
 	s.wg.Wait()

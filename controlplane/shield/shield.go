@@ -36,9 +36,10 @@ type Publisher interface {
 type LiveSite struct {
 	ProjectID string
 	Slug      string
-	// Kind is static, app or function.
+	// Kind is static, app, worker or function.
 	Kind string
-	// Shield is the settings pinned at deploy (functions only).
+	// Shield is the settings pinned at deploy (functions and worker
+	// programs only).
 	Shield *rules.Settings
 }
 
@@ -231,7 +232,8 @@ type Answer struct {
 	// PasswordsAllowed tells whether the plan may set site passwords.
 	PasswordsAllowed bool `json:"passwordsAllowed"`
 	// AppliedNote says, after a save or Apply now, which live sites the
-	// rules reached and which functions still run older rules.
+	// rules reached and which functions and worker programs still run
+	// older rules.
 	AppliedNote string `json:"appliedNote,omitempty"`
 	// Applied is AppliedNote as lists of site slugs.
 	Applied *Applied `json:"applied,omitempty"`
@@ -244,8 +246,9 @@ type Applied struct {
 	// Apps are the live server apps: their country rules apply within
 	// about a minute.
 	Apps []string `json:"apps"`
-	// FunctionsBehind are the live functions still running older rules:
-	// they receive the saved rules on their next deploy.
+	// FunctionsBehind are the live functions and worker programs still
+	// running older rules: they receive the saved rules on their next
+	// deploy (spec: "functions and worker programs next deploy").
 	FunctionsBehind []string `json:"functionsBehind"`
 }
 
@@ -279,7 +282,7 @@ func (s *Service) applied(ctx context.Context, workspace string, st rules.Settin
 			a.Sites = append(a.Sites, l.Slug)
 		case "app":
 			a.Apps = append(a.Apps, l.Slug)
-		case "function":
+		case "function", "worker":
 			if l.Shield == nil || !l.Shield.Equal(st) {
 				a.FunctionsBehind = append(a.FunctionsBehind, l.Slug)
 			}
@@ -301,7 +304,7 @@ func (s *Service) applied(ctx context.Context, workspace string, st rules.Settin
 			fmt.Fprintf(&b, "; server apps apply the country rules within about a minute: %s", strings.Join(a.Apps, ", "))
 		}
 		if len(a.FunctionsBehind) > 0 {
-			fmt.Fprintf(&b, "; functions still running older rules until their next deploy: %s", strings.Join(a.FunctionsBehind, ", "))
+			fmt.Fprintf(&b, "; functions and worker programs still running older rules until their next deploy: %s", strings.Join(a.FunctionsBehind, ", "))
 		}
 	}
 	return a, b.String(), nil

@@ -39,7 +39,7 @@ var Catalog = []MetricInfo{
 	{metering.MediaStoredBytes, "bytes", "media", ""},
 	{metering.AgentRuns, "count", "agents", ""},
 	{metering.FunctionTestRuns, "count", "functions", "function test runs are not recorded yet: always 0"},
-	{metering.AppRunSeconds, "seconds", "runtime", "server-app running time is not recorded yet: always 0"},
+	{metering.AppRunSeconds, "seconds", "deploys", ""},
 	{metering.MemoryOperations, "count", "memory", "memory stores are not built yet: always 0"},
 	{metering.Emails, "count", "mail", "e-mail sending is not built yet: always 0"},
 	{metering.EndUserLogins, "count", "auth pools", "end-user sign-in pools are not built yet: always 0"},

@@ -419,6 +419,11 @@ func (e *Engine) State(id string) (string, bool) {
 	return string(st.State), true
 }
 
+// TakeRunTime reports the running time of apps and worker programs since
+// the previous call (supervise.TakeRunTime): what app_run_seconds meters.
+// Functions are not included (they run per request).
+func (e *Engine) TakeRunTime() []supervise.RunTime { return e.sup.TakeRunTime() }
+
 // Reap stops idle apps and drained deployments at the clock's now (see
 // supervise.Reap), unloads functions past their drain time and removes
 // the directories of deployments that no longer run. It returns how many

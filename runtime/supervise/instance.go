@@ -44,6 +44,11 @@ type instance struct {
 	dial       func(ctx context.Context) (net.Conn, error)
 	active     int
 	lastActive time.Time
+	// runStart is when the running process started (zero when none
+	// runs) and ran the running time not yet taken by TakeRunTime, both
+	// on the supervisor's clock.
+	runStart time.Time
+	ran      time.Duration
 }
 
 // proc is one run of the program.
@@ -216,6 +221,7 @@ func (i *instance) start() (*proc, error) {
 	i.mu.Lock()
 	i.pid = cmd.Process.Pid
 	i.dial = prep.Dial
+	i.runStart = i.s.clk.Now()
 	i.mu.Unlock()
 	i.logf("started %s (pid %d, sandbox %s)", strings.Join(i.d.Run, " "), cmd.Process.Pid, i.s.box.Name())
 	return p, nil
@@ -335,10 +341,29 @@ func (i *instance) terminate(p *proc) {
 		t.Stop()
 	}
 	p.prep.Release()
+	now := i.s.clk.Now()
 	i.mu.Lock()
 	i.pid = 0
 	i.dial = nil
+	if !i.runStart.IsZero() {
+		i.ran += max(now.Sub(i.runStart), 0)
+		i.runStart = time.Time{}
+	}
 	i.mu.Unlock()
+}
+
+// takeRun returns the running time not taken yet, up to now for a process
+// that still runs, and starts counting afresh.
+func (i *instance) takeRun(now time.Time) time.Duration {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	d := i.ran
+	i.ran = 0
+	if !i.runStart.IsZero() && now.After(i.runStart) {
+		d += now.Sub(i.runStart)
+		i.runStart = now
+	}
+	return d
 }
 
 // waitFirstHealthy waits for a new deployment's first healthy state; a

@@ -141,6 +141,9 @@ type Supervisor struct {
 	deps    map[string]*instance
 	current map[string]string // project -> deployment id
 	drains  map[string]time.Time
+	// gone are stopped instances whose last running time TakeRunTime has
+	// not taken yet.
+	gone    map[*instance]struct{}
 	changed chan struct{}
 	closed  bool
 }
@@ -160,7 +163,7 @@ func New(cfg Config, box sandbox.Sandbox, clk Clock, log *slog.Logger) (*Supervi
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Supervisor{cfg: cfg, box: box, clk: clk, log: log, deps: map[string]*instance{},
-		current: map[string]string{}, drains: map[string]time.Time{}, changed: make(chan struct{})}, nil
+		current: map[string]string{}, drains: map[string]time.Time{}, gone: map[*instance]struct{}{}, changed: make(chan struct{})}, nil
 }
 
 // Changed returns a channel closed at the next state change of any
@@ -361,6 +364,7 @@ func (s *Supervisor) Stop(ctx context.Context, id string) error {
 	if s.current[inst.d.Project] == id {
 		delete(s.current, inst.d.Project)
 	}
+	s.gone[inst] = struct{}{}
 	s.mu.Unlock()
 	inst.shutdown()
 	select {
@@ -370,6 +374,59 @@ func (s *Supervisor) Stop(ctx context.Context, id string) error {
 	}
 	s.notify()
 	return nil
+}
+
+// RunTime is how long a deployment's process ran (on the supervisor's
+// clock) since the previous TakeRunTime: asleep, crashed and backing off
+// do not count.
+type RunTime struct {
+	ID       string
+	Project  string
+	Kind     Kind
+	Duration time.Duration
+	// Final is set on the last report of a stopped deployment: no more
+	// time will be reported for it.
+	Final bool
+}
+
+// TakeRunTime reports, once, the running time of every deployment since
+// the previous call: a running process counts up to now, a stopped one
+// up to its stop. What is taken is not reported again, so summing every
+// report gives each deployment's total running time; a deployment with
+// nothing to report is left out. Call it periodically (the deploys area
+// meters app_run_seconds with it): stopped deployments are kept until
+// their final report.
+func (s *Supervisor) TakeRunTime() []RunTime {
+	now := s.clk.Now()
+	s.mu.Lock()
+	insts := make([]*instance, 0, len(s.deps)+len(s.gone))
+	for _, inst := range s.deps {
+		insts = append(insts, inst)
+	}
+	for inst := range s.gone {
+		insts = append(insts, inst)
+	}
+	s.mu.Unlock()
+	var out []RunTime
+	for _, inst := range insts {
+		final := false
+		s.mu.Lock()
+		if _, ok := s.gone[inst]; ok {
+			select {
+			case <-inst.done: // its process is gone: this report is its last
+				final = true
+				delete(s.gone, inst)
+			default:
+			}
+		}
+		s.mu.Unlock()
+		d := inst.takeRun(now)
+		if d > 0 || final {
+			out = append(out, RunTime{ID: inst.d.ID, Project: inst.d.Project, Kind: inst.d.Kind, Duration: d, Final: final})
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	return out
 }
 
 // Reap stops, at the clock's now, apps idle past IdleTimeout (they wake
