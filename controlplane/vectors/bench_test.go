@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -102,6 +103,7 @@ func runCollectionBench(b *testing.B, n, dims, clusters, nq int) {
 			}
 			return index.Merge(10, graph.Search(q, 10, index.DefaultEf), c.st.ExactFrom(q, 10, graph.Covered(), nil))
 		}},
+		{name: "exact float32 only", fn: func(q []float32) []index.Hit { return c.st.ExactFloat(q, 10, nil) }},
 	}
 	results := make([][][]index.Hit, len(runs))
 	for ri, r := range runs {
@@ -115,6 +117,12 @@ func runCollectionBench(b *testing.B, n, dims, clusters, nq int) {
 		}
 	}
 	c.mu.RUnlock()
+	identical := 0
+	for i := range prepared {
+		if slices.Equal(results[1][i], results[3][i]) {
+			identical++
+		}
+	}
 	recall := func(ri int) float64 {
 		found, total := 0, 0
 		for i := range prepared {
@@ -146,6 +154,10 @@ func runCollectionBench(b *testing.B, n, dims, clusters, nq int) {
 		mean := r.total / time.Duration(nq)
 		logf("%-20s %10v %10v %10v %8.3f %8.1fx", r.name, pct(r.lat, 0.5).Round(time.Microsecond), pct(r.lat, 0.99).Round(time.Microsecond),
 			mean.Round(time.Microsecond), recall(ri), float64(runs[0].total)/float64(r.total))
+	}
+	logf("exact (int8 scan + float32 re-rank) identical to the float32 scan on %d of %d queries", identical, nq)
+	if identical != nq {
+		b.Errorf("the quantized exact path differs from the float32 scan on %d queries", nq-identical)
 	}
 	// The graph's search width: recall against speed.
 	if graph != nil {

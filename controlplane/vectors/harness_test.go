@@ -151,16 +151,6 @@ func (e *env) newProject(name string) string {
 	return p.ID
 }
 
-// key makes a key: access full or read_only, limited to project when set.
-func (e *env) key(access, project string) string {
-	e.t.Helper()
-	k, err := e.accounts.CreateKey(context.Background(), e.owner, accounts.CreateKeyRequest{Name: "test", Access: access, ProjectID: project}, e.projects.Exists)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return k.Secret
-}
-
 type response struct {
 	status int
 	body   []byte

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -28,8 +29,9 @@ const (
 	DefaultGraphThreshold = 20_000
 	// DefaultFlushEvery is how often operation counts reach the meter.
 	DefaultFlushEvery = 30 * time.Second
-	// graphBatch is how many vectors the indexer adds to a graph per
-	// hold of the collection's write lock, so queries wait little.
+	// graphBatch is how many vectors the indexer adds to a graph per core
+	// and hold of the collection's write lock (the batch is inserted in
+	// parallel across GOMAXPROCS), so queries wait little.
 	graphBatch = 64
 )
 
@@ -335,9 +337,8 @@ func (s *Service) grow(c *coll) bool {
 		}
 		c.g = index.NewHNSW(c.st, s.cfg.HNSW)
 	}
-	for i := 0; i < graphBatch && c.g.Covered() < c.st.Slots(); i++ {
-		c.g.Insert(int32(c.g.Covered()))
-	}
+	workers := runtime.GOMAXPROCS(0)
+	c.g.InsertBatch(min(graphBatch*workers, c.st.Slots()-c.g.Covered()), workers)
 	return c.g.Covered() < c.st.Slots()
 }
 

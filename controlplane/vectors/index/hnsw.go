@@ -3,6 +3,7 @@ package index
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -42,7 +43,14 @@ type HNSW struct {
 	entry    int32
 	maxLevel int
 	visited  sync.Pool
+	// During a parallel InsertBatch, stripes guard the links of the slots
+	// hashed to them and top guards entry and maxLevel.
+	stripes [lockStripes]sync.Mutex
+	top     sync.RWMutex
 }
+
+// lockStripes is the number of link locks of a parallel build.
+const lockStripes = 1024
 
 // NewHNSW returns an empty graph over st.
 func NewHNSW(st *Store, cfg HNSWConfig) *HNSW {
@@ -111,49 +119,154 @@ func (h *HNSW) Insert(slot int32) {
 	if int(slot) != len(h.levels) {
 		panic("index: HNSW insert out of order")
 	}
-	if !h.st.alive[slot] {
-		h.levels = append(h.levels, -1)
-		h.links = append(h.links, nil)
+	h.InsertBatch(1, 1)
+}
+
+// InsertBatch adds the next n slots to the graph with up to workers
+// goroutines inserting at once (hnswlib's scheme: levels drawn in order, a
+// lock per group of nodes around each link list, the entry point under its
+// own lock). Nothing else may use the graph meanwhile.
+func (h *HNSW) InsertBatch(n, workers int) {
+	if n <= 0 {
 		return
 	}
-	level := int(math.Floor(-math.Log(1-h.rng.Float64()) * h.ml))
-	if level > 30 {
-		level = 30
+	first := len(h.levels)
+	for i := 0; i < n; i++ {
+		slot := int32(first + i)
+		if !h.st.alive[slot] {
+			h.levels = append(h.levels, -1)
+			h.links = append(h.links, nil)
+			continue
+		}
+		level := int(math.Floor(-math.Log(1-h.rng.Float64()) * h.ml))
+		if level > 30 {
+			level = 30
+		}
+		h.levels = append(h.levels, int8(level))
+		h.links = append(h.links, make([][]int32, level+1))
 	}
-	h.levels = append(h.levels, int8(level))
-	h.links = append(h.links, make([][]int32, level+1))
-	if h.entry < 0 {
-		h.entry, h.maxLevel = slot, level
+	next := first
+	// The first live node becomes the entry point alone.
+	for ; next < first+n && h.entry < 0; next++ {
+		if h.levels[next] >= 0 {
+			h.entry, h.maxLevel = int32(next), int(h.levels[next])
+		}
+	}
+	rest := first + n - next
+	workers = max(1, min(workers, rest/4))
+	if workers == 1 {
+		for ; next < first+n; next++ {
+			h.insert(int32(next), false)
+		}
 		return
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				slot := next
+				next++
+				mu.Unlock()
+				if slot >= first+n {
+					return
+				}
+				h.insert(int32(slot), true)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// insert links slot, whose level is drawn, into the graph; locked is set
+// when other inserts run at the same time.
+func (h *HNSW) insert(slot int32, locked bool) {
+	level := int(h.levels[slot])
+	if level < 0 {
+		return
+	}
+	if locked {
+		h.top.RLock()
+	}
+	entry, maxLevel := h.entry, h.maxLevel
+	if locked {
+		h.top.RUnlock()
 	}
 	q := h.st.Vector(slot)
+	dist := func(n int32) float32 { return h.dist(q, n) }
 	vis := h.getVisited()
 	defer h.visited.Put(vis)
-	ep := []Hit{{Slot: h.entry, Dist: h.dist(q, h.entry)}}
-	for l := h.maxLevel; l > level; l-- {
-		ep = h.greedy(q, ep[0], l)
+	var buf []int32
+	ep := []Hit{{Slot: entry, Dist: dist(entry)}}
+	for l := maxLevel; l > level; l-- {
+		ep, buf = h.greedy(dist, ep[0], l, locked, buf)
 	}
-	for l := min(level, h.maxLevel); l >= 0; l-- {
+	for l := min(level, maxLevel); l >= 0; l-- {
 		vis.gen++
 		if vis.gen == 0 {
 			clear(vis.marks)
 			vis.gen = 1
 		}
-		w := h.searchLayer(q, ep, h.efC, l, vis)
+		var w []Hit
+		w, buf = h.searchLayer(dist, ep, h.efC, l, vis, locked, buf)
 		neigh := h.selectNeighbors(w, h.m)
-		own := make([]int32, len(neigh), h.maxLinks(l)+1)
-		for i, n := range neigh {
-			own[i] = n.Slot
+		h.lock(slot, locked)
+		// Concurrent inserts may have linked to slot already: keep those.
+		own := make([]int32, 0, h.maxLinks(l)+1)
+		for _, n := range neigh {
+			own = append(own, n.Slot)
+		}
+		for _, x := range h.links[slot][l] {
+			if !slices.Contains(own, x) {
+				own = append(own, x)
+			}
 		}
 		h.links[slot][l] = own
+		if len(own) > h.maxLinks(l) {
+			h.prune(slot, l)
+		}
+		h.unlock(slot, locked)
 		for _, n := range neigh {
-			h.link(n.Slot, slot, n.Dist, l)
+			h.lock(n.Slot, locked)
+			h.link(n.Slot, slot, l)
+			h.unlock(n.Slot, locked)
 		}
 		ep = w
+	}
+	if locked {
+		h.top.Lock()
+		defer h.top.Unlock()
 	}
 	if level > h.maxLevel {
 		h.entry, h.maxLevel = slot, level
 	}
+}
+
+func (h *HNSW) lock(slot int32, locked bool) {
+	if locked {
+		h.stripes[uint32(slot)%lockStripes].Lock()
+	}
+}
+
+func (h *HNSW) unlock(slot int32, locked bool) {
+	if locked {
+		h.stripes[uint32(slot)%lockStripes].Unlock()
+	}
+}
+
+// neighbours returns slot's links on level l; under a parallel build a
+// copy into buf taken under the slot's lock.
+func (h *HNSW) neighbours(slot int32, l int, locked bool, buf []int32) []int32 {
+	if !locked {
+		return h.links[slot][l]
+	}
+	h.lock(slot, true)
+	buf = append(buf[:0], h.links[slot][l]...)
+	h.unlock(slot, true)
+	return buf
 }
 
 func (h *HNSW) maxLinks(level int) int {
@@ -164,25 +277,28 @@ func (h *HNSW) maxLinks(level int) int {
 }
 
 // link adds a link from n to slot on level l, pruning n's links with the
-// heuristic when they overflow.
-func (h *HNSW) link(n, slot int32, d float32, l int) {
-	ls := append(h.links[n][l], slot)
-	max := h.maxLinks(l)
-	if len(ls) <= max {
-		h.links[n][l] = ls
+// heuristic when they overflow. The caller holds n's lock when building in
+// parallel.
+func (h *HNSW) link(n, slot int32, l int) {
+	if slices.Contains(h.links[n][l], slot) {
 		return
 	}
+	h.links[n][l] = append(h.links[n][l], slot)
+	if len(h.links[n][l]) > h.maxLinks(l) {
+		h.prune(n, l)
+	}
+}
+
+// prune cuts n's links on level l to the maximum with the heuristic.
+func (h *HNSW) prune(n int32, l int) {
+	ls := h.links[n][l]
 	base := h.st.Vector(n)
 	cand := make([]Hit, len(ls))
 	for i, x := range ls {
-		if x == slot {
-			cand[i] = Hit{Slot: x, Dist: d}
-		} else {
-			cand[i] = Hit{Slot: x, Dist: h.dist(base, x)}
-		}
+		cand[i] = Hit{Slot: x, Dist: h.dist(base, x)}
 	}
 	sort.Slice(cand, func(i, j int) bool { return less(cand[i], cand[j]) })
-	sel := h.selectNeighbors(cand, max)
+	sel := h.selectNeighbors(cand, h.maxLinks(l))
 	ls = ls[:0]
 	for _, s := range sel {
 		ls = append(ls, s.Slot)
@@ -229,22 +345,23 @@ func (h *HNSW) selectNeighbors(cand []Hit, m int) []Hit {
 }
 
 // greedy walks level l from ep to the closest node it can reach.
-func (h *HNSW) greedy(q []float32, ep Hit, l int) []Hit {
+func (h *HNSW) greedy(dist func(int32) float32, ep Hit, l int, locked bool, buf []int32) ([]Hit, []int32) {
 	cur := ep
 	for changed := true; changed; {
 		changed = false
-		for _, n := range h.links[cur.Slot][l] {
-			if d := h.dist(q, n); d < cur.Dist {
+		buf = h.neighbours(cur.Slot, l, locked, buf)
+		for _, n := range buf {
+			if d := dist(n); d < cur.Dist {
 				cur, changed = Hit{Slot: n, Dist: d}, true
 			}
 		}
 	}
-	return []Hit{cur}
+	return []Hit{cur}, buf
 }
 
 // searchLayer is the beam search of one level: it returns up to ef nodes
 // closest to q, closest first.
-func (h *HNSW) searchLayer(q []float32, ep []Hit, ef, l int, vis *visited) []Hit {
+func (h *HNSW) searchLayer(dist func(int32) float32, ep []Hit, ef, l int, vis *visited, locked bool, buf []int32) ([]Hit, []int32) {
 	cand := minHeap{}
 	res := newTopK(ef)
 	for _, e := range ep {
@@ -257,11 +374,12 @@ func (h *HNSW) searchLayer(q []float32, ep []Hit, ef, l int, vis *visited) []Hit
 		if res.full() && c.Dist > res.h[0].Dist {
 			break
 		}
-		for _, n := range h.links[c.Slot][l] {
+		buf = h.neighbours(c.Slot, l, locked, buf)
+		for _, n := range buf {
 			if vis.seen(n) {
 				continue
 			}
-			d := h.dist(q, n)
+			d := dist(n)
 			if !res.full() || d < res.h[0].Dist {
 				x := Hit{Slot: n, Dist: d}
 				cand.push(x)
@@ -269,11 +387,14 @@ func (h *HNSW) searchLayer(q []float32, ep []Hit, ef, l int, vis *visited) []Hit
 			}
 		}
 	}
-	return res.sorted()
+	return res.sorted(), buf
 }
 
 // Search returns up to k live slots close to the prepared query q, closest
-// first, exploring ef candidates on the bottom layer (ef >= k).
+// first, exploring ef candidates on the bottom layer (ef >= k). The walk
+// ranks by the int8 codes (a quarter of the memory to read per node); the
+// ef nodes found are re-ranked in float32, so the distances returned are
+// exact.
 func (h *HNSW) Search(q []float32, k, ef int) []Hit {
 	if h.entry < 0 || k <= 0 {
 		return nil
@@ -281,21 +402,23 @@ func (h *HNSW) Search(q []float32, k, ef int) []Hit {
 	ef = max(ef, k)
 	vis := h.getVisited()
 	defer h.visited.Put(vis)
-	ep := Hit{Slot: h.entry, Dist: h.dist(q, h.entry)}
+	qc := h.st.q.codeQuery(q[:h.st.dims], h.st.metric)
+	dims, euclid := h.st.dims, h.st.metric == Euclidean
+	dist := func(n int32) float32 { return h.st.q.approxDist(qc, int(n), dims, euclid) }
+	ep := Hit{Slot: h.entry, Dist: dist(h.entry)}
 	for l := h.maxLevel; l > 0; l-- {
-		ep = h.greedy(q, ep, l)[0]
+		var e []Hit
+		e, _ = h.greedy(dist, ep, l, false, nil)
+		ep = e[0]
 	}
-	w := h.searchLayer(q, []Hit{ep}, ef, 0, vis)
-	out := make([]Hit, 0, k)
+	w, _ := h.searchLayer(dist, []Hit{ep}, ef, 0, vis, false, nil)
+	t := newTopK(k)
 	for _, x := range w {
 		if h.st.alive[x.Slot] {
-			out = append(out, x)
-			if len(out) == k {
-				break
-			}
+			t.push(Hit{Slot: x.Slot, Dist: h.dist(q, x.Slot)})
 		}
 	}
-	return out
+	return t.sorted()
 }
 
 // minHeap is a binary min-heap of hits.

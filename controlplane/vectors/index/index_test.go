@@ -1,6 +1,7 @@
 package index
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -173,30 +174,43 @@ func TestHNSWRecallAt10(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		n = 1500
 	}
-	for _, m := range []Metric{Cosine, Euclidean, DotProduct} {
-		t.Run(m.String(), func(t *testing.T) {
-			data := synth.Clustered(n, 48, 30, 1.0, 42)
-			s := NewStore(48, m)
-			h := NewHNSW(s, HNSWConfig{Seed: 1})
-			for _, v := range data {
-				p, _ := s.Prepare(v)
-				h.Insert(s.Add(p))
-			}
-			queries := synth.Queries(100, 48, 30, 1.0, 42)
-			if r := recallAt10(t, s, h, queries, DefaultEf); r < 0.95 {
-				t.Fatalf("recall@10 = %.3f, want >= 0.95", r)
-			} else {
-				t.Logf("recall@10 = %.3f", r)
-			}
-			// A quarter deleted: the graph still routes through them and
-			// never returns them.
-			for i := 0; i < n; i += 4 {
-				s.Kill(int32(i))
-			}
-			if r := recallAt10(t, s, h, queries, DefaultEf); r < 0.95 {
-				t.Fatalf("recall@10 after deletes = %.3f, want >= 0.95", r)
-			}
-		})
+	// workers 1 inserts one slot at a time as vectors arrive; 4 builds in
+	// parallel batches over slots already stored (the service's indexer).
+	for _, workers := range []int{1, 4} {
+		for _, m := range []Metric{Cosine, Euclidean, DotProduct} {
+			t.Run(fmt.Sprint(m, "-workers-", workers), func(t *testing.T) {
+				data := synth.Clustered(n, 48, 30, 1.0, 42)
+				s := NewStore(48, m)
+				h := NewHNSW(s, HNSWConfig{Seed: 1})
+				for _, v := range data {
+					p, _ := s.Prepare(v)
+					slot := s.Add(p)
+					if workers == 1 {
+						h.Insert(slot)
+					}
+				}
+				for h.Covered() < s.Slots() {
+					h.InsertBatch(min(500, s.Slots()-h.Covered()), workers)
+				}
+				if h.Covered() != n {
+					t.Fatalf("covered %d, want %d", h.Covered(), n)
+				}
+				queries := synth.Queries(100, 48, 30, 1.0, 42)
+				if r := recallAt10(t, s, h, queries, DefaultEf); r < 0.95 {
+					t.Fatalf("recall@10 = %.3f, want >= 0.95", r)
+				} else {
+					t.Logf("recall@10 = %.3f", r)
+				}
+				// A quarter deleted: the graph still routes through them and
+				// never returns them.
+				for i := 0; i < n; i += 4 {
+					s.Kill(int32(i))
+				}
+				if r := recallAt10(t, s, h, queries, DefaultEf); r < 0.95 {
+					t.Fatalf("recall@10 after deletes = %.3f, want >= 0.95", r)
+				}
+			})
+		}
 	}
 }
 

@@ -92,3 +92,39 @@ func Normalize(v []float32) bool {
 	}
 	return true
 }
+
+// DotI8 returns the exact integer dot product of int8 codes x and int16
+// query codes q (len(q) >= len(x)): the AVX2 kernel where the CPU has it
+// for whole blocks of sixteen, the Go loop for the rest. The caller keeps
+// the sum within int32 (|q| <= qMax keeps any 1,536-value sum in range).
+func DotI8(x []int8, q []int16) int32 {
+	n := len(x)
+	q = q[:n]
+	var s int32
+	i := 0
+	if useAVX2 && n >= 16 {
+		i = n &^ 15
+		s = dotI8AVX2(&x[0], &q[0], i)
+	}
+	return s + dotI8Go(x[i:], q[i:])
+}
+
+// dotI8Go is the portable integer dot product, four accumulators.
+func dotI8Go(x []int8, q []int16) int32 {
+	n := len(x)
+	q = q[:n]
+	var s0, s1, s2, s3 int32
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		a := x[i : i+4 : i+4]
+		b := q[i : i+4 : i+4]
+		s0 += int32(a[0]) * int32(b[0])
+		s1 += int32(a[1]) * int32(b[1])
+		s2 += int32(a[2]) * int32(b[2])
+		s3 += int32(a[3]) * int32(b[3])
+	}
+	for ; i < n; i++ {
+		s0 += int32(x[i]) * int32(q[i])
+	}
+	return (s0 + s1) + (s2 + s3)
+}

@@ -11,3 +11,6 @@ func dotAVX2(a, b *float32, n int) float32
 
 //go:noescape
 func l2SqAVX2(a, b *float32, n int) float32
+
+//go:noescape
+func dotI8AVX2(x *int8, q *int16, n int) int32

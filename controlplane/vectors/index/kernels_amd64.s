@@ -125,3 +125,60 @@ l2done:
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
+
+// func dotI8AVX2(x *int8, q *int16, n int) int32
+// n is a multiple of 16. Each VPMADDWD multiplies sixteen sign-extended
+// int8 values by sixteen int16 values and adds pairs into eight int32 lanes:
+// integer arithmetic, so the sum is exact (the caller keeps it in range).
+TEXT ·dotI8AVX2(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ n+16(FP), CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+
+i8_64:
+	CMPQ CX, $64
+	JL   i8_16
+	VPMOVSXBW (SI), Y4
+	VPMOVSXBW 16(SI), Y5
+	VPMOVSXBW 32(SI), Y6
+	VPMOVSXBW 48(SI), Y7
+	VPMADDWD (DI), Y4, Y4
+	VPMADDWD 32(DI), Y5, Y5
+	VPMADDWD 64(DI), Y6, Y6
+	VPMADDWD 96(DI), Y7, Y7
+	VPADDD Y4, Y0, Y0
+	VPADDD Y5, Y1, Y1
+	VPADDD Y6, Y2, Y2
+	VPADDD Y7, Y3, Y3
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $64, CX
+	JMP  i8_64
+
+i8_16:
+	CMPQ CX, $16
+	JL   i8reduce
+	VPMOVSXBW (SI), Y4
+	VPMADDWD (DI), Y4, Y4
+	VPADDD Y4, Y0, Y0
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $16, CX
+	JMP  i8_16
+
+i8reduce:
+	VPADDD Y1, Y0, Y0
+	VPADDD Y3, Y2, Y2
+	VPADDD Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPHADDD X0, X0, X0
+	VPHADDD X0, X0, X0
+	VMOVD X0, AX
+	VZEROUPPER
+	MOVL AX, ret+24(FP)
+	RET

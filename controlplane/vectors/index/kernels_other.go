@@ -6,3 +6,5 @@ const useAVX2 = false
 
 func dotAVX2(a, b *float32, n int) float32  { panic("index: no AVX2") }
 func l2SqAVX2(a, b *float32, n int) float32 { panic("index: no AVX2") }
+
+func dotI8AVX2(x *int8, q *int16, n int) int32 { panic("index: no AVX2") }

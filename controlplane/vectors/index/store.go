@@ -16,6 +16,9 @@ type Store struct {
 	data   []float32
 	alive  []bool
 	live   int
+	// q holds every slot's int8 codes and error terms (quant.go): the
+	// exact search scans them first, a quarter of the bytes.
+	q codes
 }
 
 // NewStore returns an empty store for vectors of dims values ranked by m.
@@ -56,6 +59,7 @@ func (s *Store) Prepare(v []float32) ([]float32, bool) {
 // Add appends a prepared vector and returns its slot.
 func (s *Store) Add(prepared []float32) int32 {
 	s.data = append(s.data, prepared[:s.dims]...)
+	s.q.add(prepared[:s.dims])
 	s.alive = append(s.alive, true)
 	s.live++
 	return int32(len(s.alive) - 1)
@@ -70,7 +74,7 @@ func (s *Store) Kill(slot int32) {
 }
 
 // Bytes is the memory the vectors take.
-func (s *Store) Bytes() int { return cap(s.data)*4 + cap(s.alive) }
+func (s *Store) Bytes() int { return cap(s.data)*4 + cap(s.alive) + s.q.bytes() }
 
 // Accept tells whether a live slot may be returned (a filter, a namespace);
 // nil accepts every slot.
@@ -81,13 +85,29 @@ const minParallel = 8192
 
 // Exact returns the k live slots closest to the prepared query q among the
 // accepted ones, closest first: the filter runs before ranking, so this is
-// the true top k of the accepted set. The slots are split across the
-// available cores, each keeping its own top k, merged at the end.
+// the true top k of the accepted set, exactly as ExactFloat ranks it. Above
+// minQuantized slots it scans the int8 codes and re-ranks in float32 only
+// the candidates the error bound cannot rule out (quant.go).
 func (s *Store) Exact(q []float32, k int, accept Accept) []Hit { return s.ExactFrom(q, k, 0, accept) }
 
 // ExactFrom is Exact over the slots from first on (the ones an HNSW graph
 // does not cover yet).
 func (s *Store) ExactFrom(q []float32, k, first int, accept Accept) []Hit {
+	if len(s.alive)-first >= minQuantized {
+		return s.quantized(q, k, first, accept)
+	}
+	return s.ExactFloatFrom(q, k, first, accept)
+}
+
+// ExactFloat is the float32 scan of every slot: the slots are split across
+// the available cores, each keeping its own top k, merged at the end. The
+// quantized scan returns exactly its answer.
+func (s *Store) ExactFloat(q []float32, k int, accept Accept) []Hit {
+	return s.ExactFloatFrom(q, k, 0, accept)
+}
+
+// ExactFloatFrom is ExactFloat from slot first on.
+func (s *Store) ExactFloatFrom(q []float32, k, first int, accept Accept) []Hit {
 	n := len(s.alive)
 	if k <= 0 || first >= n {
 		return nil

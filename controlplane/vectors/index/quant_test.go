@@ -1,0 +1,136 @@
+package index
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/svcplatform/platform/controlplane/vectors/synth"
+)
+
+func TestDotI8MatchesGo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 15, 16, 17, 63, 64, 65, 100, 384, 768, 1024, 1536} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			x, q := make([]int8, n), make([]int16, n)
+			var want int64
+			for i := range x {
+				x[i], q[i] = int8(rng.IntN(255)-127), int16(rng.IntN(2*qMax+1)-qMax)
+				want += int64(x[i]) * int64(q[i])
+			}
+			if got := DotI8(x, q); int64(got) != want {
+				t.Fatalf("DotI8 %d, want %d", got, want)
+			}
+			if got := dotI8Go(x, q); int64(got) != want {
+				t.Fatalf("dotI8Go %d, want %d", got, want)
+			}
+		})
+	}
+	// The extremes stay in range at the largest dimension count.
+	x, q := make([]int8, 1536), make([]int16, 1536)
+	for i := range x {
+		x[i], q[i] = -127, -qMax
+	}
+	if got, want := int64(DotI8(x, q)), int64(1536*127*qMax); got != want {
+		t.Fatalf("extreme DotI8 %d, want %d", got, want)
+	}
+}
+
+// TestQuantizedExactEqualsFloat is the exactness test of the int8 path: on
+// seeded clustered data (plus exact duplicates, so ties occur), for every
+// metric, with deletes, filters and several k, Exact (codes scanned, the
+// bounded candidates re-ranked) returns exactly ExactFloat's hits: the same
+// slots, order and distances.
+func TestQuantizedExactEqualsFloat(t *testing.T) {
+	n, nq := 6000, 40
+	if raceEnabled {
+		n, nq = 3000, 10
+	}
+	for _, m := range []Metric{Cosine, Euclidean, DotProduct} {
+		for _, dims := range []int{96, 768} {
+			t.Run(fmt.Sprint(m, "-", dims), func(t *testing.T) {
+				s := NewStore(dims, m)
+				data := synth.Clustered(n, dims, 20, 0.3, uint64(dims))
+				rng := rand.New(rand.NewPCG(uint64(dims), 5))
+				for i, v := range data {
+					if m != Cosine {
+						for j := range v {
+							v[j] *= float32(1 + i%7) // norms that differ
+						}
+					}
+					p, _ := s.Prepare(v)
+					s.Add(p)
+					if i%50 == 0 { // a duplicate: ties
+						s.Add(p)
+					}
+				}
+				for i := 0; i < s.Slots()/10; i++ {
+					s.Kill(int32(rng.IntN(s.Slots())))
+				}
+				if s.Slots() < minQuantized {
+					t.Fatalf("%d slots: below the quantized threshold", s.Slots())
+				}
+				odd := func(slot int32) bool { return slot%3 != 0 }
+				for i, q := range synth.Queries(nq, dims, 20, 0.3, uint64(dims)) {
+					if i%5 == 0 {
+						q = data[rng.IntN(len(data))] // a stored vector: a tie at the top
+					}
+					p, _ := s.Prepare(q)
+					for _, k := range []int{1, 10, 100} {
+						for _, accept := range []Accept{nil, odd} {
+							got, want := s.Exact(p, k, accept), s.ExactFloat(p, k, accept)
+							if !slices.Equal(got, want) {
+								t.Fatalf("query %d k %d filter %v: quantized %v\nfloat %v", i, k, accept != nil, got, want)
+							}
+							if from := s.Slots() / 3; !slices.Equal(s.ExactFrom(p, k, from, accept), s.ExactFloatFrom(p, k, from, accept)) {
+								t.Fatalf("query %d k %d: ExactFrom differs", i, k)
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestQuantizedTinyAndZero covers the degenerate codes: a zero vector and
+// a zero query (every bound equal: all re-ranked) still answer exactly.
+func TestQuantizedTinyAndZero(t *testing.T) {
+	s := NewStore(16, DotProduct)
+	rng := rand.New(rand.NewPCG(9, 9))
+	for i := 0; i < minQuantized+10; i++ {
+		v := make([]float32, 16)
+		if i%100 != 0 {
+			for j := range v {
+				v[j] = float32(rng.NormFloat64()) * 1e-20
+			}
+		}
+		s.Add(v)
+	}
+	for _, q := range [][]float32{make([]float32, 16), {1e-30, 2, -3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}} {
+		if got, want := s.Exact(q, 7, nil), s.ExactFloat(q, 7, nil); !slices.Equal(got, want) {
+			t.Fatalf("quantized %v, float %v", got, want)
+		}
+	}
+}
+
+func BenchmarkExact(b *testing.B) {
+	const n, dims = 20000, 768
+	s := NewStore(dims, Cosine)
+	for _, v := range synth.Clustered(n, dims, 50, 1, 1) {
+		p, _ := s.Prepare(v)
+		s.Add(p)
+	}
+	q, _ := s.Prepare(synth.Queries(1, dims, 50, 1, 1)[0])
+	b.Run("float32", func(b *testing.B) {
+		for b.Loop() {
+			s.ExactFloat(q, 10, nil)
+		}
+	})
+	b.Run("int8+rerank", func(b *testing.B) {
+		for b.Loop() {
+			s.Exact(q, 10, nil)
+		}
+	})
+}
