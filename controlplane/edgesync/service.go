@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -143,23 +144,56 @@ func New(ctx context.Context, db *store.DB, bs blobs.Backend, sealer *seal.Seale
 	}
 	s.version.Store(v)
 	if sealed == nil {
+		// Replicas starting together: the first key stored wins, the others
+		// read it back.
 		key := make([]byte, 32)
 		rand.Read(key)
-		if _, err := db.ExecContext(ctx, `UPDATE edge_config SET session_key = ? WHERE id = 1`, sealer.Seal(key, sessionKeyAAD)); err != nil {
+		if _, err := db.ExecContext(ctx, `UPDATE edge_config SET session_key = ? WHERE id = 1 AND session_key IS NULL`, sealer.Seal(key, sessionKeyAAD)); err != nil {
 			return nil, fmt.Errorf("edgesync: session key: %w", err)
 		}
-		s.sessionKey = key
-	} else {
-		key, err := sealer.Open(sealed, sessionKeyAAD)
-		if err != nil {
+		if err := db.QueryRowContext(ctx, `SELECT session_key FROM edge_config WHERE id = 1`).Scan(&sealed); err != nil {
 			return nil, fmt.Errorf("edgesync: session key: %w", err)
 		}
-		s.sessionKey = key
 	}
+	key, err := sealer.Open(sealed, sessionKeyAAD)
+	if err != nil {
+		return nil, fmt.Errorf("edgesync: session key: %w", err)
+	}
+	s.sessionKey = key
 	if err := s.tokens.load(ctx, db, clk.Now()); err != nil {
 		return nil, err
 	}
+	// Other replicas' changes: their commits notify every replica. The
+	// subscription ends when db closes.
+	ch, err := db.Notifier().Listen(context.WithoutCancel(ctx), VersionChannel)
+	if err != nil {
+		return nil, fmt.Errorf("edgesync: %w", err)
+	}
+	go s.follow(ch)
 	return s, nil
+}
+
+// VersionChannel is the store notification channel on which a committed
+// version bump is announced (payload: the version in decimal), so the
+// long-polls of every control-plane replica wake.
+const VersionChannel = "edgesync_version"
+
+// follow wakes this replica's long-polls on the versions other replicas
+// commit, until ch closes. After a lost listening connection (payload
+// store.Reconnected) it re-reads the version.
+func (s *Service) follow(ch <-chan string) {
+	for p := range ch {
+		v, err := strconv.ParseInt(p, 10, 64)
+		if err != nil {
+			if v, err = s.dbVersion(context.Background()); err != nil {
+				s.log.Warn("edgesync: version after a notification", "err", err)
+				continue
+			}
+		}
+		if v > s.version.Load() {
+			s.published(v)
+		}
+	}
 }
 
 var sessionKeyAAD = []byte("edgesync session key")
@@ -176,7 +210,7 @@ func (s *Service) Change(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
-		return bump(ctx, tx, s.clock.Now(), &v)
+		return s.bump(ctx, tx, &v)
 	})
 	if err != nil {
 		return err
@@ -188,18 +222,23 @@ func (s *Service) Change(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // Bump publishes a new version without another change (Apply now).
 func (s *Service) Bump(ctx context.Context) (int64, error) {
 	var v int64
-	if err := s.db.Tx(ctx, func(tx *sql.Tx) error { return bump(ctx, tx, s.clock.Now(), &v) }); err != nil {
+	if err := s.db.Tx(ctx, func(tx *sql.Tx) error { return s.bump(ctx, tx, &v) }); err != nil {
 		return 0, err
 	}
 	s.published(v)
 	return v, nil
 }
 
-func bump(ctx context.Context, tx *sql.Tx, now time.Time, v *int64) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE edge_config SET version = version + 1, updated_at = ? WHERE id = 1`, store.FormatTime(now)); err != nil {
+// bump increments the version in tx and announces it on VersionChannel at
+// commit.
+func (s *Service) bump(ctx context.Context, tx *sql.Tx, v *int64) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE edge_config SET version = version + 1, updated_at = ? WHERE id = 1`, store.FormatTime(s.clock.Now())); err != nil {
 		return fmt.Errorf("edgesync: bump: %w", err)
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT version FROM edge_config WHERE id = 1`).Scan(v); err != nil {
+		return fmt.Errorf("edgesync: bump: %w", err)
+	}
+	if err := s.db.Notifier().Notify(ctx, tx, VersionChannel, strconv.FormatInt(*v, 10)); err != nil {
 		return fmt.Errorf("edgesync: bump: %w", err)
 	}
 	return nil

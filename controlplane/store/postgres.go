@@ -39,7 +39,7 @@ func openPostgres(ctx context.Context, dsn string) (*DB, error) {
 		sqldb.Close()
 		return nil, fmt.Errorf("store: open %s: %w", where, err)
 	}
-	db := &DB{DB: sqldb, dialect: Postgres}
+	db := &DB{DB: sqldb, dialect: Postgres, pgcfg: cfg}
 	if err := db.migrate(ctx); err != nil {
 		sqldb.Close()
 		return nil, err

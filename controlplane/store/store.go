@@ -39,7 +39,10 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -52,6 +55,11 @@ type DB struct {
 	OnTx func(d time.Duration, err error)
 
 	dialect Dialect
+	path    string          // SQLite file
+	pgcfg   *pgx.ConnConfig // PostgreSQL connection settings
+
+	notifyOnce sync.Once
+	notifier   *Notifier
 }
 
 // ErrNotFound is returned by area stores when a row does not exist.
@@ -87,7 +95,7 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 		sqldb.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	db := &DB{DB: sqldb, dialect: SQLite}
+	db := &DB{DB: sqldb, dialect: SQLite, path: absPath(path)}
 	if err := db.migrate(ctx); err != nil {
 		sqldb.Close()
 		return nil, err
@@ -162,6 +170,21 @@ func (db *DB) tx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) e
 			tx.Rollback()
 		}
 	}()
+	if db.dialect != Postgres {
+		// Notifications wait for the commit (SQLite delivers them in-process).
+		n := db.Notifier()
+		n.begin(tx)
+		committed := false
+		defer func() { n.end(tx, committed) }()
+		if err = fn(tx); err != nil {
+			return err
+		}
+		if err = tx.Commit(); err != nil {
+			return fmt.Errorf("store: commit: %w", err)
+		}
+		committed = true
+		return nil
+	}
 	if err = fn(tx); err != nil {
 		return err
 	}
