@@ -87,6 +87,10 @@ type Config struct {
 	// Store is the metadata database: empty for DataDir/platform.db
 	// (SQLite), or a postgres:// address (controlplane/store/README.md).
 	Store string `json:"store,omitempty"`
+	// SealKeyFile names the 32-byte key that seals secrets at rest; empty
+	// is DataDir/keys/seal.key, created on first start. Replicas sharing a
+	// PostgreSQL store must share the key: point each at the same file.
+	SealKeyFile string `json:"sealKeyFile,omitempty"`
 	// Blobs is where deployed files and repo snapshots live: a directory,
 	// or s3://BUCKET/PREFIX?endpoint=... (controlplane/blobs/README.md);
 	// empty is DataDir/blobs.
@@ -269,7 +273,12 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	}
 	cp.DB.OnTx = cp.metrics.ObserveTx
 	cp.onClose(cp.DB.Close)
-	if cp.Sealer, err = seal.LoadOrCreate(filepath.Join(cfg.DataDir, "keys", "seal.key")); err != nil {
+	if cfg.SealKeyFile != "" {
+		cp.Sealer, err = seal.Load(cfg.SealKeyFile)
+	} else {
+		cp.Sealer, err = seal.LoadOrCreate(filepath.Join(cfg.DataDir, "keys", "seal.key"))
+	}
+	if err != nil {
 		return nil, err
 	}
 	cp.Audit = audit.New(cp.DB, clk.Now)

@@ -37,6 +37,7 @@ type options struct {
 	rtmpsAddr      string
 	blobs          string
 	store          string
+	sealKeyFile    string
 	appSandbox     string
 	runtimeDir     string
 	appIdle        string
@@ -82,6 +83,7 @@ func (o *options) defs() []flagDef {
 		{"runtime-dir", "PLATFORM_RUNTIME_DIR", "", "where running apps' directories live, outside --data (default <data>.runtime)", &o.runtimeDir},
 		{"app-idle-timeout", "PLATFORM_APP_IDLE_TIMEOUT", "15m", "stop an app with no connection for this long; the next request wakes it (0s: never)", &o.appIdle},
 		{"store", "PLATFORM_STORE", "", "the control plane's metadata database: a SQLite path (default DIR/platform.db) or postgres://user:pass@host/db", &o.store},
+		{"seal-key-file", "PLATFORM_SEAL_KEY_FILE", "", "the 32-byte key sealing secrets at rest (default DIR/keys/seal.key, created on first start); replicas on one --store share it", &o.sealKeyFile},
 		{"blobs", "PLATFORM_BLOBS", "", "where deployed files and repo snapshots live: a directory, or s3://BUCKET/PREFIX?endpoint=URL&path_style=true (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a profile or the instance role); default DIR/blobs", &o.blobs},
 		{"access-log", "PLATFORM_ACCESS_LOG", "", "edge: one JSON line per request to this file, or - for stdout (off when empty)", &o.accessLog},
 	}

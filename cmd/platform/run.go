@@ -89,6 +89,7 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 		Runtime:              rtCfg,
 		Blobs:                o.blobs,
 		Store:                o.store,
+		SealKeyFile:          o.sealKeyFile,
 	})
 	if err != nil {
 		apiLn.Close()

@@ -39,6 +39,16 @@ func New(key []byte) (*Sealer, error) {
 	return &Sealer{aead: aead}, nil
 }
 
+// Load reads the 32-byte key at path, which must exist: replicas of the
+// control plane share one key this way (a secret mounted into each).
+func Load(path string) (*Sealer, error) {
+	key, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("seal: read %s: %w", path, err)
+	}
+	return New(key)
+}
+
 // LoadOrCreate reads the key at path, creating it (mode 0600) with 32 random
 // bytes when it does not exist.
 func LoadOrCreate(path string) (*Sealer, error) {

@@ -47,3 +47,28 @@ func TestSealOpen(t *testing.T) {
 		})
 	}
 }
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Load(filepath.Join(dir, "missing.key")); err == nil {
+		t.Fatal("a missing shared key was accepted")
+	}
+	short := filepath.Join(dir, "short.key")
+	os.WriteFile(short, []byte("too short"), 0o600)
+	if _, err := Load(short); err == nil {
+		t.Fatal("a short key was accepted")
+	}
+	shared := filepath.Join(dir, "shared.key")
+	a, err := LoadOrCreate(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := b.Open(a.Seal([]byte("secret"), []byte("row")), []byte("row"))
+	if err != nil || string(out) != "secret" {
+		t.Fatalf("a replica with the shared key opens %q, %v", out, err)
+	}
+}
