@@ -1,12 +1,15 @@
 package edge
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -26,40 +29,64 @@ func (e *Edge) serveH3(w http.ResponseWriter, r *http.Request) {
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		remote = net.UDPAddrFromAddrPort(ap)
 	}
-	e.serveBridged(w, r, protoH3, e.h3Local, remote)
+	e.serveBridged(w, r, protoH3, e.h3Local, remote, true)
 }
 
-// serveH2 answers one HTTP/2 request (over TLS, negotiated by ALPN).
+// h2ConnKey is the context key of an HTTP/2 connection's remote address,
+// set once per connection by the server's ConnContext (so no request
+// parses RemoteAddr again).
+type h2ConnKey struct{}
+
+// serveH2 answers one HTTP/2 request (over TLS, negotiated by ALPN). Its
+// body and write deadlines are the h2 server's per-stream ReadTimeout and
+// WriteTimeout (armed by the connection's serve loop, see newH2Server).
 func (e *Edge) serveH2(w http.ResponseWriter, r *http.Request) {
-	var remote net.Addr = &net.TCPAddr{}
-	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-		remote = net.TCPAddrFromAddrPort(ap)
+	remote, _ := r.Context().Value(h2ConnKey{}).(net.Addr)
+	if remote == nil {
+		remote = &net.TCPAddr{}
+		if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+			remote = net.TCPAddrFromAddrPort(ap)
+		}
 	}
 	var local net.Addr
 	if e.httpsLn != nil {
 		local = e.httpsLn.Addr()
 	}
-	e.serveBridged(w, r, protoH2, local, remote)
+	e.serveBridged(w, r, protoH2, local, remote, false)
 }
 
-// serveBridged answers one net/http request through serve.
-func (e *Edge) serveBridged(w http.ResponseWriter, r *http.Request, p proto, local, remote net.Addr) {
-	ctx, _ := e.ctxPool.Get().(*fasthttp.RequestCtx)
-	if ctx == nil {
-		ctx = new(fasthttp.RequestCtx)
+// bridged is the pooled state of one bridged request: the RequestCtx and
+// the pseudo connection fasthttp sees.
+type bridged struct {
+	ctx  fasthttp.RequestCtx
+	conn bridgeConn
+}
+
+// serveBridged answers one net/http request through serve. With
+// deadlines, it sets the request's body and write deadlines itself
+// (HTTP/3); HTTP/2's server sets them per stream.
+func (e *Edge) serveBridged(w http.ResponseWriter, r *http.Request, p proto, local, remote net.Addr, deadlines bool) {
+	b, _ := e.ctxPool.Get().(*bridged)
+	if b == nil {
+		b = new(bridged)
 	}
+	ctx := &b.ctx
 	defer func() {
 		ctx.Request.Reset()
 		ctx.Response.Reset() // closes a streamed body
-		e.ctxPool.Put(ctx)
+		b.conn = bridgeConn{}
+		e.ctxPool.Put(b)
 	}()
-	// The same bounds as over TCP: a body that never ends, a client that
-	// never reads.
-	now := time.Now()
-	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(now.Add(e.cfg.BodyTimeout))
-	rc.SetWriteDeadline(now.Add(e.cfg.WriteTimeout))
-	ctx.Init2(&bridgeConn{local: local, remote: remote, w: w}, fastLogger{e.log}, false)
+	if deadlines {
+		// The same bounds as over TCP: a body that never ends, a client
+		// that never reads.
+		now := time.Now()
+		rc := http.NewResponseController(w)
+		rc.SetReadDeadline(now.Add(e.cfg.BodyTimeout))
+		rc.SetWriteDeadline(now.Add(e.cfg.WriteTimeout))
+	}
+	b.conn = bridgeConn{local: local, remote: remote, w: w}
+	ctx.Init2(&b.conn, fastLogger{e.log}, false)
 	toFastRequest(&ctx.Request, r)
 	e.serve(ctx, p)
 	writeBridgedResponse(w, r, &ctx.Response)
@@ -68,7 +95,11 @@ func (e *Edge) serveBridged(w http.ResponseWriter, r *http.Request, p proto, loc
 // toFastRequest copies a net/http request into req; the body is streamed.
 func toFastRequest(req *fasthttp.Request, r *http.Request) {
 	req.Header.SetMethod(r.Method)
-	req.Header.SetRequestURI(r.URL.RequestURI())
+	if r.RequestURI != "" && r.RequestURI[0] == '/' {
+		req.Header.SetRequestURI(r.RequestURI) // as sent (HTTP/2 :path)
+	} else {
+		req.Header.SetRequestURI(r.URL.RequestURI())
+	}
 	req.Header.SetHost(r.Host)
 	for k, vs := range r.Header {
 		for _, v := range vs {
@@ -80,19 +111,66 @@ func toFastRequest(req *fasthttp.Request, r *http.Request) {
 	}
 }
 
+// bridgedHeaderNames interns the response header names the edge sets, so
+// copying a response allocates no name strings for them.
+var bridgedHeaderNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{"Accept-Ranges", "Age", "Alt-Svc", "Cache-Control", "Content-Encoding",
+		"Content-Language", "Content-Location", "Content-Range", "Content-Security-Policy", "Content-Type",
+		"Cross-Origin-Opener-Policy", "Cross-Origin-Resource-Policy", "Date", "Etag", "Expires", "Last-Modified",
+		"Link", "Location", "Permissions-Policy", "Referrer-Policy", "Retry-After", "Server", "Set-Cookie",
+		"Strict-Transport-Security", "Vary", "Www-Authenticate", "X-Cache", "X-Content-Type-Options",
+		"X-Frame-Options", "X-Request-Id"} {
+		m[n] = n
+	}
+	return m
+}()
+
 // writeBridgedResponse copies a fasthttp response to a net/http response
-// writer (HTTP/3, HTTP/2).
+// writer (HTTP/3, HTTP/2). The header values share one string and one
+// []string backing array (two allocations for any number of headers).
 func writeBridgedResponse(w http.ResponseWriter, r *http.Request, resp *fasthttp.Response) {
 	h := w.Header()
+	n, size := 0, 0
 	for k, v := range resp.Header.All() {
-		switch string(k) {
-		case fasthttp.HeaderContentLength, fasthttp.HeaderConnection, fasthttp.HeaderTransferEncoding, "Keep-Alive":
+		if !skipBridgedHeader(k) {
+			n++
+			size += len(v)
+		}
+	}
+	var vals []string
+	var all string
+	if n > 0 {
+		vals = make([]string, n)
+		var sb strings.Builder
+		sb.Grow(size)
+		for k, v := range resp.Header.All() {
+			if !skipBridgedHeader(k) {
+				sb.Write(v)
+			}
+		}
+		all = sb.String()
+	}
+	i, off := 0, 0
+	for k, v := range resp.Header.All() {
+		if skipBridgedHeader(k) {
 			continue
 		}
-		h.Add(string(k), string(v))
+		name, ok := bridgedHeaderNames[string(k)]
+		if !ok {
+			name = http.CanonicalHeaderKey(string(k))
+		}
+		vals[i] = all[off : off+len(v)]
+		off += len(v)
+		if prev, ok := h[name]; ok {
+			h[name] = append(prev, vals[i])
+		} else {
+			h[name] = vals[i : i+1 : i+1]
+		}
+		i++
 	}
-	if h.Get("Date") == "" {
-		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	if _, ok := h["Date"]; !ok {
+		h["Date"] = bridgeDate(time.Now())
 	}
 	status := resp.StatusCode()
 	stream := resp.IsBodyStream()
@@ -103,11 +181,11 @@ func writeBridgedResponse(w http.ResponseWriter, r *http.Request, resp *fasthttp
 				cl = resp.Header.ContentLength()
 			}
 			if status != http.StatusNotModified && status != http.StatusNoContent {
-				h.Set("Content-Length", strconv.Itoa(cl))
+				h["Content-Length"] = []string{strconv.Itoa(cl)}
 			}
 		}
 	} else if cl := resp.Header.ContentLength(); cl >= 0 {
-		h.Set("Content-Length", strconv.Itoa(cl))
+		h["Content-Length"] = []string{strconv.Itoa(cl)}
 	}
 	w.WriteHeader(status)
 	if noBody {
@@ -118,6 +196,36 @@ func writeBridgedResponse(w http.ResponseWriter, r *http.Request, resp *fasthttp
 		return
 	}
 	w.Write(resp.Body())
+}
+
+// bridgeDateCache is the Date header value of the current second.
+type bridgeDateCache struct {
+	unix int64
+	v    []string // len 1, cap 1: an Add to it copies
+}
+
+var bridgeDateNow atomic.Pointer[bridgeDateCache]
+
+// bridgeDate returns the Date header value for now, formatted once a
+// second and shared (read-only) by the responses of that second.
+func bridgeDate(now time.Time) []string {
+	sec := now.Unix()
+	if c := bridgeDateNow.Load(); c != nil && c.unix == sec {
+		return c.v
+	}
+	c := &bridgeDateCache{unix: sec, v: []string{string(fasthttp.AppendHTTPDate(nil, now))}}
+	bridgeDateNow.Store(c)
+	return c.v
+}
+
+// skipBridgedHeader reports the HTTP/1.1 connection headers a bridged
+// response leaves out (the server of HTTP/2 and HTTP/3 sets the length).
+func skipBridgedHeader(k []byte) bool {
+	switch string(k) {
+	case fasthttp.HeaderContentLength, fasthttp.HeaderConnection, fasthttp.HeaderTransferEncoding, "Keep-Alive":
+		return true
+	}
+	return false
 }
 
 // bridgeConn gives fasthttp the addresses of a bridged request; nothing is
@@ -152,7 +260,17 @@ func (e *Edge) newH2Server() *http.Server {
 		ReadHeaderTimeout: e.cfg.ReadTimeout,
 		IdleTimeout:       e.cfg.IdleTimeout,
 		MaxHeaderBytes:    e.cfg.MaxHeaderBytes,
-		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 250},
-		ErrorLog:          slog.NewLogLogger(e.log.Handler(), slog.LevelDebug),
+		// Per-stream deadlines, armed by the connection's serve loop when a
+		// stream opens (cheaper than a ResponseController message per
+		// request): the body within BodyTimeout, the response within
+		// WriteTimeout; a connection that takes no bytes for WriteTimeout
+		// is closed.
+		ReadTimeout:  e.cfg.BodyTimeout,
+		WriteTimeout: e.cfg.WriteTimeout,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, h2ConnKey{}, c.RemoteAddr())
+		},
+		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: 250, WriteByteTimeout: e.cfg.WriteTimeout},
+		ErrorLog: slog.NewLogLogger(e.log.Handler(), slog.LevelDebug),
 	}
 }
