@@ -243,7 +243,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	ctx := context.Background()
 	e := &env{t: t, clk: clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)), ledger: newFakeLedger(),
 		plans: &fakePlans{m: map[string]plans.Name{}}, email: &fakeEmail{verified: !o.unverified}}
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "platform.db"))
+	db, err := store.Open(ctx, storeDSN(t, filepath.Join(t.TempDir(), "platform.db")))
 	if err != nil {
 		t.Fatal(err)
 	}

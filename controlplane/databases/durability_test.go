@@ -88,7 +88,7 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("run by TestCrashSafety")
 	}
-	e := cptest.New(t, cptest.Options{Plan: plans.Pro, Configure: func(c *controlplane.Config) { c.DataDir = dir }})
+	e := newCP(t, cptest.Options{Plan: plans.Pro, Configure: func(c *controlplane.Config) { c.DataDir = dir }})
 	project := e.CreateProject("crash")
 	var created struct {
 		Database struct{ ID string } `json:"database"`
@@ -122,7 +122,7 @@ func TestCrashSafety(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1", "-test.timeout=2m")
-	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
+	cmd.Env = append(childEnv(t, dir), crashDirEnv+"="+dir)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func TestCrashSafety(t *testing.T) {
 		t.Fatalf("child wrote %d rows to %q before dying", len(acked), id)
 	}
 
-	e := cptest.New(t, cptest.Options{Plan: plans.Pro, Configure: func(c *controlplane.Config) { c.DataDir = dir }})
+	e := newCP(t, cptest.Options{Plan: plans.Pro, Configure: func(c *controlplane.Config) { c.DataDir = dir }})
 	var a answer
 	e.Owner.Must(http.StatusOK, "POST", "/api/databases/"+id, sqlBody("PRAGMA integrity_check")).JSON(t, &a)
 	if a.Results[0]["integrity_check"] != "ok" {

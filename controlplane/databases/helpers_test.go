@@ -19,7 +19,7 @@ type env struct {
 
 func newEnv(t *testing.T, plan plans.Name) *env {
 	t.Helper()
-	e := cptest.New(t, cptest.Options{Plan: plan})
+	e := newCP(t, cptest.Options{Plan: plan})
 	return &env{Env: e, svc: e.CP.Databases(), project: e.CreateProject("app")}
 }
 

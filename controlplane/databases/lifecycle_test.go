@@ -259,7 +259,7 @@ func TestRestartRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	again := cptest.New(t, cptest.Options{Plan: plans.Pro, Configure: func(c *controlplane.Config) { c.DataDir = dataDir }})
+	again := newCP(t, cptest.Options{Plan: plans.Pro, Configure: func(c *controlplane.Config) { c.DataDir = dataDir }})
 	if _, err := os.Stat(leftover); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("leftover file of a deleted database: %v", err)
 	}

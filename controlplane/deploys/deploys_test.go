@@ -119,7 +119,7 @@ func siteOf(snap snapshot.Snapshot, host string) *snapshot.Site {
 }
 
 func TestDeployRollbackSnapshot(t *testing.T) {
-	env := cptest.New(t)
+	env := newCP(t)
 	s := newSite(t, env, "Blog")
 	c1 := s.push(t, map[string]string{"index.html": "<h1>one</h1>", ".env": "SECRET=1", "keys/id_rsa": "x", "style.css": "a{}"})
 	d1 := s.deploy(t, c1)

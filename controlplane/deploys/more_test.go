@@ -13,7 +13,7 @@ import (
 )
 
 func TestDeployingBlocksDeleteAndIsObservable(t *testing.T) {
-	env := cptest.New(t)
+	env := newCP(t)
 	s := newSite(t, env, "Shop")
 	c := s.push(t, map[string]string{"index.html": "x"})
 	release := make(chan struct{})
@@ -50,7 +50,7 @@ func TestDeployingBlocksDeleteAndIsObservable(t *testing.T) {
 }
 
 func TestServingStates(t *testing.T) {
-	env := cptest.New(t)
+	env := newCP(t)
 	s := newSite(t, env, "States")
 	var p projects.Detail
 	env.Owner.Must(200, "GET", "/api/projects/"+s.project, nil).JSON(t, &p)
@@ -93,7 +93,7 @@ func TestServingStates(t *testing.T) {
 }
 
 func TestManifestRefusals(t *testing.T) {
-	env := cptest.New(t)
+	env := newCP(t)
 	s := newSite(t, env, "M")
 	tests := []struct{ name, manifest, want string }{
 		{"not JSON", `{`, "not a valid manifest"},
@@ -122,7 +122,7 @@ func TestManifestRefusals(t *testing.T) {
 }
 
 func TestDeployRefusals(t *testing.T) {
-	env := cptest.New(t)
+	env := newCP(t)
 	s := newSite(t, env, "R")
 	other := newSite(t, env, "Other")
 	c := s.push(t, map[string]string{"index.html": "x"})
@@ -163,7 +163,7 @@ func TestDeployRefusals(t *testing.T) {
 }
 
 func TestEnvPinsAndFunctions(t *testing.T) {
-	env := cptest.New(t)
+	env := newCP(t)
 	s := newSite(t, env, "Fn")
 	env.Owner.Must(201, "POST", "/api/projects/"+s.project+"/env", map[string]any{"key": "API_KEY", "value": "v1"})
 	env.Owner.Must(201, "POST", "/api/projects/"+s.project+"/env", map[string]any{"key": "SERVICE_PROJECT_ID", "value": "spoof"})
@@ -216,7 +216,7 @@ func TestEnvPinsAndFunctions(t *testing.T) {
 }
 
 func TestRedeployKeptFilesAfterRepoDelete(t *testing.T) {
-	env := cptest.New(t)
+	env := newCP(t)
 	s := newSite(t, env, "Kept")
 	c := s.push(t, map[string]string{"platform.json": `{"root":"public"}`, "public/index.html": "hi", "src/main.go": "package main"})
 	d := s.deploy(t, c)
@@ -240,7 +240,7 @@ func TestRedeployKeptFilesAfterRepoDelete(t *testing.T) {
 }
 
 func TestInterruptedDeployFailsOnStart(t *testing.T) {
-	env := cptest.New(t)
+	env := newCP(t)
 	s := newSite(t, env, "Crash")
 	c := s.push(t, map[string]string{"index.html": "x"})
 	d := s.deploy(t, c)
@@ -263,7 +263,7 @@ func TestInterruptedDeployFailsOnStart(t *testing.T) {
 // its repoUrl names, else the repo its serving deployment came from; never
 // merely the repo deployed to it last.
 func TestDeployActionUsesTheProjectsOwnRepo(t *testing.T) {
-	env := cptest.New(t)
+	env := newCP(t)
 	a := newSite(t, env, "Own")
 	a.push(t, map[string]string{"index.html": "a1"})
 	a.push(t, map[string]string{"index.html": "a2"})

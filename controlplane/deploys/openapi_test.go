@@ -3,13 +3,11 @@ package deploys_test
 import (
 	"strings"
 	"testing"
-
-	"github.com/svcplatform/platform/controlplane/cptest"
 )
 
 // The areas' routes are in the API's OpenAPI document, with their bodies.
 func TestOpenAPIHasHostingRoutes(t *testing.T) {
-	env := cptest.New(t)
+	env := newCP(t)
 	doc := string(env.Client("").Must(200, "GET", "/api/openapi.json", nil).Body)
 	for _, want := range []string{`"/api/repos/{id}/commits"`, `"/api/repos/{id}/deploy"`, `"/api/deployments/{id}"`,
 		`"/api/services/shield/blocks"`, `"/api/services/cdn"`, `"/edge/v1/config"`, `"/edge/v1/counts"`, `"PatchDoc"`, `"Snapshot"`} {

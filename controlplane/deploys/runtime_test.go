@@ -45,6 +45,7 @@ func TestMain(m *testing.M) {
 	wasmCache = dir
 	code := m.Run()
 	_ = os.RemoveAll(dir)
+	stopPostgres()
 	os.Exit(code)
 }
 
@@ -103,7 +104,7 @@ func newRuntimeEnvIn(t *testing.T, dataDir string, box sandbox.Sandbox, runtimeD
 	if dataDir != "" {
 		opts.Configure = func(c *controlplane.Config) { c.DataDir = dataDir }
 	}
-	env := cptest.New(t, opts)
+	env := newCP(t, opts)
 	eng, err := engine.New(context.Background(), engine.Config{
 		Dir: runtimeDir,
 		Supervise: supervise.Config{IdleTimeout: testIdle, DrainTimeout: testDrain, HealthInterval: 20 * time.Millisecond,
@@ -523,7 +524,7 @@ func TestResumeAfterRestart(t *testing.T) {
 // TestRuntimeRefusals: what cannot run is refused at the deploy request
 // and nothing is stored.
 func TestRuntimeRefusals(t *testing.T) {
-	plain := cptest.New(t)
+	plain := newCP(t)
 	s := newSite(t, plain, "NoRuntime")
 	c := s.push(t, map[string]string{"platform.json": `{"kind":"app","run":["node","server.js"]}`, "server.js": "x"})
 	r := plain.Owner.Do("POST", "/api/repos/"+s.repo+"/deploy", map[string]any{"projectId": s.project, "commit": c})

@@ -343,7 +343,12 @@ type builder struct {
 }
 
 func (b builder) logf(format string, args ...any) {
-	if err := appendLog(b.s.ctx, b.s.cfg.DB, b.d.ID, b.s.cfg.Clock.Now(), fmt.Sprintf(format, args...)); err != nil {
+	ctx, line, now := b.s.ctx, fmt.Sprintf(format, args...), b.s.cfg.Clock.Now()
+	// In a transaction: the next seq is read then written, which
+	// PostgreSQL keeps serializable only inside one (a concurrent append
+	// is retried, not a duplicate key).
+	err := b.s.cfg.DB.Tx(ctx, func(tx *sql.Tx) error { return appendLog(ctx, tx, b.d.ID, now, line) })
+	if err != nil {
 		b.s.cfg.Logger.Warn("deploy log", "deployment", b.d.ID, "err", err)
 	}
 }

@@ -16,7 +16,7 @@ type StoredSize struct {
 func (s *Service) Stored(ctx context.Context, workspace string) ([]StoredSize, error) {
 	rows, err := s.cfg.DB.QueryContext(ctx, `SELECT project_id, coalesce(sum(size), 0), count(*) FROM (
 		SELECT d.project_id, f.sha256, max(f.size) AS size FROM deployment_files f JOIN deployments d ON d.id = f.deployment_id
-		WHERE d.workspace_id = ? GROUP BY d.project_id, f.sha256) GROUP BY project_id ORDER BY project_id`, workspace)
+		WHERE d.workspace_id = ? GROUP BY d.project_id, f.sha256) AS blobs GROUP BY project_id ORDER BY project_id`, workspace)
 	if err != nil {
 		return nil, fmt.Errorf("deploys: stored bytes: %w", err)
 	}

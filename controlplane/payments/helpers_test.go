@@ -125,7 +125,7 @@ func newEnv(t *testing.T, opts ...envOptions) *env {
 		o.dir = t.TempDir()
 	}
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(o.dir, "platform.db"))
+	db, err := store.Open(ctx, storeDSN(t, o.dir))
 	if err != nil {
 		t.Fatal(err)
 	}

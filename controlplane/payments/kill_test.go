@@ -26,6 +26,7 @@ import (
 
 	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/controlplane/store/pgtest"
 )
 
 // TestKill9DuringPaymentBurst is the crash proof of the payments area: a
@@ -55,7 +56,13 @@ func TestKill9DuringPaymentBurst(t *testing.T) {
 
 	hooks := newReceiver(t)
 	data := t.TempDir()
-	p := &platformProc{t: t, bin: bin, data: data, key: key, certFile: hooks.certFile,
+	// The metadata store: SQLite in the data directory, or a PostgreSQL
+	// database under PLATFORM_TEST_STORE=postgres (both survive the kill).
+	dsn := filepath.Join(data, "platform.db")
+	if os.Getenv("PLATFORM_TEST_STORE") == "postgres" {
+		dsn = pgtest.MigratedDSN(t)
+	}
+	p := &platformProc{t: t, bin: bin, data: data, store: dsn, key: key, certFile: hooks.certFile,
 		api: freeAddr(t), admin: freeAddr(t), http: freeAddr(t), https: freeAddr(t)}
 	p.start()
 	api := &apiClient{t: t, base: "http://" + p.api, key: key}
@@ -183,7 +190,7 @@ func TestKill9DuringPaymentBurst(t *testing.T) {
 	// Every event is delivered: poll the store (the restarted process runs
 	// the queue; an attempt cut by the kill is retried once its lease
 	// expires, which is the job's timeout plus the runner's grace).
-	db, err := store.Open(context.Background(), filepath.Join(data, "platform.db"))
+	db, err := store.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,6 +263,7 @@ func TestKill9DuringPaymentBurst(t *testing.T) {
 type platformProc struct {
 	t                       *testing.T
 	bin, data, key          string
+	store                   string // the metadata store (--store): SQLite in data, or PostgreSQL
 	certFile                string
 	api, admin, http, https string
 	mu                      sync.Mutex
@@ -269,7 +277,7 @@ func (p *platformProc) start() {
 	p.t.Helper()
 	cmd := exec.Command(p.bin, "serve", "--data", p.data, "--api-addr", p.api, "--admin-addr", p.admin,
 		"--http-addr", p.http, "--https-addr", p.https, "--rtmp-addr", "", "--bootstrap-key", p.key, "--plan", "pro",
-		"--allow-private-networks", "--log-level", "warn")
+		"--allow-private-networks", "--log-level", "warn", "--store", p.store)
 	// The webhook receiver's certificate is the only root the child trusts.
 	cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+p.certFile, "SSL_CERT_DIR=/nonexistent")
 	p.mu.Lock()

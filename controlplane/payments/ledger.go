@@ -90,7 +90,7 @@ type Balances map[Bucket]int64
 func balancesWhere(ctx context.Context, q store.Querier, cond string, args ...any) (Balances, error) {
 	rows, err := q.QueryContext(ctx, `SELECT b, sum(v) FROM (
 		SELECT credit AS b, amount_cents AS v FROM payment_ledger WHERE `+cond+`
-		UNION ALL SELECT debit, -amount_cents FROM payment_ledger WHERE `+cond+`) GROUP BY b`, append(args, args...)...)
+		UNION ALL SELECT debit, -amount_cents FROM payment_ledger WHERE `+cond+`) AS entries GROUP BY b`, append(args, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("payments: ledger balances: %w", err)
 	}

@@ -163,7 +163,7 @@ func checkModel(t *testing.T, e *env, project, account string, pays []*modelPaym
 	// Every payment's own held net is never negative.
 	var neg int
 	err = e.db.QueryRow(`SELECT count(*) FROM (SELECT payment_id, sum(CASE WHEN credit = 'held' THEN amount_cents ELSE -amount_cents END) h
-		FROM payment_ledger WHERE account_id = ? AND (credit = 'held' OR debit = 'held') GROUP BY payment_id) WHERE h < 0`, account).Scan(&neg)
+		FROM payment_ledger WHERE account_id = ? AND (credit = 'held' OR debit = 'held') GROUP BY payment_id) AS per_payment WHERE h < 0`, account).Scan(&neg)
 	if err != nil && err != sql.ErrNoRows {
 		t.Fatal(err)
 	}

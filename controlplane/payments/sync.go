@@ -110,7 +110,7 @@ func (s *Service) syncAccount(ctx context.Context, a Account, rep *SyncReport) e
 		return p, r.Scan(&p.id, &p.dispute)
 	}, `SELECT id, dispute_status FROM payment_payments WHERE account_id = ? AND dispute_status = 'open' AND processor_ref <> ''
 		UNION ALL SELECT id, dispute_status FROM (SELECT id, dispute_status FROM payment_payments
-			WHERE account_id = ? AND dispute_status = '' AND processor_ref <> '' AND created_at > ? ORDER BY created_at DESC LIMIT ?)`,
+			WHERE account_id = ? AND dispute_status = '' AND processor_ref <> '' AND created_at > ? ORDER BY created_at DESC LIMIT ?) AS recent`,
 		a.ID, a.ID, store.FormatTime(now.Add(-DisputeWindow)), MaxSyncPayments)
 	if err != nil {
 		return err

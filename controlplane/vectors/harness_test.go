@@ -73,7 +73,7 @@ func newEnv(t testing.TB, plan plans.Name, cfgs ...Config) *env {
 	ctx := context.Background()
 	e := &env{t: t, dir: t.TempDir(), clock: clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)), embedder: &fakeEmbedder{}}
 	var err error
-	if e.db, err = store.Open(ctx, filepath.Join(e.dir, "platform.db")); err != nil {
+	if e.db, err = store.Open(ctx, storeDSN(t, filepath.Join(e.dir, "platform.db"))); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.db.Close() })
