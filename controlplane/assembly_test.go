@@ -170,3 +170,14 @@ func TestFailingWebhookNeedsAttention(t *testing.T) {
 	}
 	t.Fatalf("no failing-webhook item in %+v", att.Items)
 }
+
+// TestRelativeDataDirBecomesAbsolute: `make run` passes --data ./data; the
+// processes the platform starts elsewhere (nginx for live ingest, apps in
+// their own directories) must get absolute paths.
+func TestRelativeDataDirBecomesAbsolute(t *testing.T) {
+	t.Chdir(t.TempDir())
+	e := cptest.New(t, cptest.Options{Configure: func(c *controlplane.Config) { c.DataDir = "data" }})
+	if dir := e.CP.Config().DataDir; !filepath.IsAbs(dir) || filepath.Base(dir) != "data" {
+		t.Fatalf("data directory %q", dir)
+	}
+}

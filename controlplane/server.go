@@ -122,6 +122,11 @@ func (c *Config) Provision() {
 	if c.DataDir == "" {
 		c.DataDir = "data"
 	}
+	// Absolute, so that child processes started elsewhere (nginx for live
+	// ingest, apps in their own directories) find what it names.
+	if abs, err := filepath.Abs(c.DataDir); err == nil {
+		c.DataDir = abs
+	}
 	if c.AppsDomain == "" {
 		c.AppsDomain = "localhost"
 	}
