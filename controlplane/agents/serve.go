@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/jsonesc"
 )
 
 // HeaderVia marks the REST requests a run's tools make; ViaAgent is its value.
@@ -51,6 +51,6 @@ func serve(ctx context.Context, h http.Handler, secret string, rq toolRequest) (
 
 // jsonEscape renders s for the inside of a JSON string.
 func jsonEscape(s string) string {
-	b, _ := json.Marshal(s)
-	return strings.TrimSuffix(strings.TrimPrefix(string(b), `"`), `"`)
+	b := jsonesc.Append(nil, s)
+	return string(b[1 : len(b)-1])
 }

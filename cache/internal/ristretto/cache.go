@@ -18,7 +18,7 @@ import (
 )
 
 var (
-	// TODO: find the optimal value for this or make it configurable
+	// Left open upstream (ristretto v2.4.2): find the optimal value for this or make it configurable
 	setBufSize = 32 * 1024
 )
 
@@ -510,7 +510,7 @@ func (c *Cache[K, V]) RemainingCost() int64 {
 // processItems is ran by goroutines processing the Set buffer.
 func (c *Cache[K, V]) processItems() {
 	startTs := make(map[uint64]time.Time)
-	numToKeep := 100000 // TODO: Make this configurable via options.
+	numToKeep := 100000 // Left open upstream (ristretto v2.4.2): Make this configurable via options.
 
 	trackAdmission := func(key uint64) {
 		if c.Metrics == nil {

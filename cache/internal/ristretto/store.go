@@ -12,7 +12,7 @@ import (
 
 type updateFn[V any] func(cur, prev V) bool
 
-// TODO: Do we need this to be a separate struct from Item?
+// Left open upstream (ristretto v2.4.2): Do we need this to be a separate struct from Item?
 type storeItem[V any] struct {
 	key        uint64
 	conflict   uint64

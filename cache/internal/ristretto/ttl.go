@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	// TODO: find the optimal value or make it configurable.
+	// Left open upstream (ristretto v2.4.2): find the optimal value or make it configurable.
 	bucketDurationSecs = int64(5)
 )
 
