@@ -127,16 +127,44 @@ var bridgedHeaderNames = func() map[string]string {
 }()
 
 // writeBridgedResponse copies a fasthttp response to a net/http response
-// writer (HTTP/3, HTTP/2). The header values share one string and one
-// []string backing array (two allocations for any number of headers).
+// writer (HTTP/3, HTTP/2). The header values, the Content-Length included,
+// share one string and one []string backing array (two allocations for any
+// number of headers). The origin's Date (cache.KeepDate) is passed on
+// unchanged: the servers of HTTP/2 and HTTP/3 add a Date only when there is
+// none (RFC 9110 §6.6.1). A body known in full is written with one Write,
+// its length declared, so the server sends it with the header and ends the
+// stream with it.
 func writeBridgedResponse(w http.ResponseWriter, r *http.Request, resp *fasthttp.Response) {
 	h := w.Header()
-	n, size := 0, 0
+	status := resp.StatusCode()
+	stream := resp.IsBodyStream()
+	head := r.Method == http.MethodHead
+	noBody := head || resp.SkipBody || status == http.StatusNotModified || status == http.StatusNoContent
+	cl := -1 // the Content-Length to declare, -1 for none
+	switch {
+	case status == http.StatusNotModified || status == http.StatusNoContent:
+	case stream:
+		cl = resp.Header.ContentLength()
+	case !noBody || head:
+		cl = len(resp.Body())
+		if head && cl == 0 && resp.Header.ContentLength() >= 0 {
+			cl = resp.Header.ContentLength()
+		}
+	}
+	var clBuf [20]byte
+	clv := clBuf[:0]
+	if cl >= 0 {
+		clv = strconv.AppendInt(clv, int64(cl), 10)
+	}
+	n, size := 0, len(clv)
 	for k, v := range resp.Header.All() {
 		if !skipBridgedHeader(k) {
 			n++
 			size += len(v)
 		}
+	}
+	if len(clv) > 0 {
+		n++
 	}
 	var vals []string
 	var all string
@@ -149,6 +177,7 @@ func writeBridgedResponse(w http.ResponseWriter, r *http.Request, resp *fasthttp
 				sb.Write(v)
 			}
 		}
+		sb.Write(clv)
 		all = sb.String()
 	}
 	i, off := 0, 0
@@ -169,23 +198,12 @@ func writeBridgedResponse(w http.ResponseWriter, r *http.Request, resp *fasthttp
 		}
 		i++
 	}
+	if len(clv) > 0 {
+		vals[i] = all[off:]
+		h["Content-Length"] = vals[i : i+1 : i+1]
+	}
 	if _, ok := h["Date"]; !ok {
 		h["Date"] = bridgeDate(time.Now())
-	}
-	status := resp.StatusCode()
-	stream := resp.IsBodyStream()
-	noBody := r.Method == http.MethodHead || resp.SkipBody || status == http.StatusNotModified || status == http.StatusNoContent
-	if !stream {
-		if cl := len(resp.Body()); !noBody || r.Method == http.MethodHead {
-			if r.Method == http.MethodHead && resp.Header.ContentLength() >= 0 && cl == 0 {
-				cl = resp.Header.ContentLength()
-			}
-			if status != http.StatusNotModified && status != http.StatusNoContent {
-				h["Content-Length"] = []string{strconv.Itoa(cl)}
-			}
-		}
-	} else if cl := resp.Header.ContentLength(); cl >= 0 {
-		h["Content-Length"] = []string{strconv.Itoa(cl)}
 	}
 	w.WriteHeader(status)
 	if noBody {
@@ -246,16 +264,17 @@ func (c *bridgeConn) SetWriteDeadline(time.Time) error { return nil }
 
 var _ net.Conn = (*bridgeConn)(nil)
 
-// newH2Server returns the HTTP/2 server of the HTTPS listener: net/http's
-// (the maintained implementation), for connections that negotiated "h2",
-// with the edge's limits; per-request body and write deadlines are set by
-// the bridge as for HTTP/3.
+// newH2Server returns the base configuration of the HTTP/2 server of the
+// HTTPS listener, with the edge's limits: per-stream body and write
+// deadlines (ReadTimeout, WriteTimeout) and the idle bound. Connections
+// are served by newH2ConnServer's function, from the TLS listener itself;
+// Shutdown on this server sends them GOAWAY (tlsMux.waitH2 waits for them).
 func (e *Edge) newH2Server() *http.Server {
 	var protos http.Protocols
 	protos.SetHTTP2(true)
 	return &http.Server{
 		Handler:           http.HandlerFunc(e.serveH2),
-		TLSConfig:         e.tlsConfig, // names h2, so Serve sets HTTP/2 up
+		TLSConfig:         e.tlsConfig.Clone(), // names h2; ConfigureServer writes to it
 		Protocols:         &protos,
 		ReadHeaderTimeout: e.cfg.ReadTimeout,
 		IdleTimeout:       e.cfg.IdleTimeout,
@@ -270,7 +289,7 @@ func (e *Edge) newH2Server() *http.Server {
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, h2ConnKey{}, c.RemoteAddr())
 		},
-		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: 250, WriteByteTimeout: e.cfg.WriteTimeout},
+		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: h2MaxStreams, WriteByteTimeout: e.cfg.WriteTimeout},
 		ErrorLog: slog.NewLogLogger(e.log.Handler(), slog.LevelDebug),
 	}
 }

@@ -269,6 +269,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	e.h2 = e.newH2Server()
 	e.mux = newTLSMux(newPerIPListener(e.httpsLn, e.cfg.MaxConnsPerIP, e.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused),
 		e.tlsConfig, e.cfg.ReadTimeout)
+	e.mux.serveH2 = e.newH2ConnServer(e.h2) // HTTP/2 served on the mux's TLS connections (bridge.go)
 	errc := make(chan error, 4)
 	go e.mux.run()
 	go func() { errc <- serveErr("https", e.httpsSrv.Serve(e.mux.h1)) }()
@@ -302,7 +303,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	e.mux.close()
 	var sw sync.WaitGroup
 	sw.Go(func() { e.h3.Shutdown(shutdown); e.h3.Close() })
-	sw.Go(func() { e.h2.Shutdown(shutdown) })
+	sw.Go(func() { e.h2.Shutdown(shutdown); e.mux.waitH2(shutdown) })
 	if e.httpSrv != nil {
 		sw.Go(func() { e.httpSrv.ShutdownWithContext(shutdown) })
 	}

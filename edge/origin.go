@@ -27,6 +27,8 @@ type origin struct {
 	scheme  []byte
 	host    []byte // host:port, for the request URI of TLS origins
 	client  *fasthttp.HostClient
+	// fwd sends forwarded requests over client's connections (fwd_client.go).
+	fwd fwdClient
 	// dialRaw connects to addr through the guarded dialer (upgrades open
 	// connections of their own with it).
 	dialRaw func(addr string, timeout time.Duration) (net.Conn, error)
@@ -122,6 +124,7 @@ func (op *originPool) get(base string, managed bool) (*origin, error) {
 	}
 	o := &origin{key: key, base: base, managed: managed, scheme: []byte(u.Scheme), host: []byte(strings.ToLower(u.Host)),
 		client: hc, dialRaw: dialRaw}
+	o.fwd = newFwdPool(hc, hc.AcquireConn, hc.ReleaseConn, hc.CloseConn)
 	op.m[key] = o
 	return o, nil
 }

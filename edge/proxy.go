@@ -189,18 +189,37 @@ func (e *Edge) failed(ctx *fasthttp.RequestCtx, st *site, p proto, res cache.Res
 	e.forwardError(ctx, st, p, err)
 }
 
-// doOrigin sends req to o within OriginTimeout. A request that met pooled
-// connections the origin had closed (errStaleConn: nothing of it was sent,
-// its streamed body not read) goes again on another one, so a POST after an
-// idle pause reaches the origin once instead of failing with 502.
+// doOrigin sends req to o within OriginTimeout through its forwarding
+// transport (fwd_client.go). A request that met pooled connections the
+// origin had closed (errStaleConn: nothing of it was sent, its streamed
+// body not read) goes again on another one whatever its method, so a POST
+// after an idle pause reaches the origin once instead of failing with 502;
+// after another connection error, retryOrigin decides (never a streamed
+// body, never a POST that may have reached the origin).
 func (e *Edge) doOrigin(o *origin, req *fasthttp.Request, resp *fasthttp.Response) error {
 	deadline := time.Now().Add(e.cfg.OriginTimeout)
-	for i := 0; ; i++ {
-		err := o.client.DoDeadline(req, resp, deadline)
-		if err == nil || !errors.Is(err, errStaleConn) || i >= maxStaleRetries {
+	stream := req.IsBodyStream()
+	stale, attempts := 0, 1
+	for {
+		retry, err := o.fwd.roundTrip(req, resp, deadline)
+		if err == nil || !retry {
 			return err
 		}
-		e.metrics.staleRetries.Inc()
+		if errors.Is(err, errStaleConn) {
+			if stale >= maxStaleRetries {
+				return err
+			}
+			stale++
+			e.metrics.staleRetries.Inc()
+			continue
+		}
+		if stream || attempts >= fwdMaxAttempts {
+			return err
+		}
+		if _, again := retryOrigin(req, attempts, err); !again {
+			return err
+		}
+		attempts++
 	}
 }
 

@@ -106,3 +106,22 @@ func BenchmarkProxy(b *testing.B) {
 		})
 	}
 }
+
+// sizedOrigin is a fasthttp origin on a loopback socket answering every
+// request with size bytes (no-store, Content-Length).
+func sizedOrigin(tb testing.TB, size int) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("x"), size)
+	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+		ctx.Response.Header.SetContentType("application/octet-stream")
+		ctx.Response.Header.Set("Cache-Control", "no-store")
+		ctx.Response.SetBodyRaw(body)
+	}}
+	go srv.Serve(ln)
+	tb.Cleanup(func() { srv.Shutdown() })
+	return "http://" + ln.Addr().String()
+}

@@ -12,10 +12,12 @@ import (
 // accepts TCP connections (after the per-address cap), completes each TLS
 // handshake in a goroutine of its own (so a slow handshake never holds up
 // the accept loop; bounded by ReadTimeout), and hands the connection to
-// the server of the negotiated protocol: HTTP/2 ("h2") to net/http's
-// HTTP/2 server, whose handler bridges into the very handler chain of
-// fasthttp (see bridge.go); anything else to fasthttp, which keeps its
-// allocation-free HTTP/1.1 path.
+// the server of the negotiated protocol: HTTP/2 ("h2") is served right
+// there, on the handshake's goroutine, by serveH2 (x/net/http2's
+// Server.ServeConn, whose handler bridges into the very handler chain of
+// fasthttp, see bridge.go); anything else goes to fasthttp, which keeps
+// its allocation-free HTTP/1.1 path. Without serveH2, h2 connections are
+// queued on h2 for a net/http server.
 type tlsMux struct {
 	ln               net.Listener
 	cfg              *tls.Config
@@ -23,6 +25,13 @@ type tlsMux struct {
 	h1, h2           *connQueue
 	wg               sync.WaitGroup // handshakes in flight
 	done             chan struct{}  // closed when run has returned
+
+	// serveH2 serves one HTTP/2 connection until it ends (set before run).
+	serveH2 func(*tls.Conn)
+	h2mu    sync.Mutex
+	h2conns map[*tls.Conn]struct{} // served by serveH2 now
+	h2wg    sync.WaitGroup
+	closed  bool // close was called: no new HTTP/2 connection is served
 }
 
 func newTLSMux(ln net.Listener, cfg *tls.Config, handshakeTimeout time.Duration) *tlsMux {
@@ -63,13 +72,71 @@ func (m *tlsMux) handshake(c net.Conn) {
 	c.SetDeadline(time.Time{})
 	q := m.h1
 	if tc.ConnectionState().NegotiatedProtocol == "h2" {
+		if m.serveH2 != nil {
+			m.serveHTTP2(tc)
+			return
+		}
 		q = m.h2
 	}
 	q.push(tc)
 }
 
-// close stops accepting (Run's shutdown).
-func (m *tlsMux) close() error { return m.ln.Close() }
+// serveHTTP2 serves an HTTP/2 connection with serveH2, tracked so that a
+// graceful stop can wait for it (waitH2) and close what is left.
+func (m *tlsMux) serveHTTP2(tc *tls.Conn) {
+	m.h2mu.Lock()
+	if m.closed {
+		m.h2mu.Unlock()
+		tc.Close()
+		return
+	}
+	if m.h2conns == nil {
+		m.h2conns = map[*tls.Conn]struct{}{}
+	}
+	m.h2conns[tc] = struct{}{}
+	m.h2wg.Add(1)
+	m.h2mu.Unlock()
+	defer func() {
+		m.h2mu.Lock()
+		delete(m.h2conns, tc)
+		m.h2mu.Unlock()
+		m.h2wg.Done()
+	}()
+	m.serveH2(tc)
+}
+
+// waitH2 waits, until ctx ends, for the HTTP/2 connections being served
+// to end (the server sent them GOAWAY and each ends once its streams are
+// done), then closes those still open. It returns ctx's error when it had
+// to close some.
+func (m *tlsMux) waitH2(ctx context.Context) error {
+	m.h2mu.Lock()
+	m.closed = true
+	m.h2mu.Unlock()
+	done := make(chan struct{})
+	go func() { m.h2wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	m.h2mu.Lock()
+	for c := range m.h2conns {
+		c.Close()
+	}
+	m.h2mu.Unlock()
+	<-done
+	return ctx.Err()
+}
+
+// close stops accepting (Run's shutdown); HTTP/2 connections handshaken
+// after it are closed.
+func (m *tlsMux) close() error {
+	m.h2mu.Lock()
+	m.closed = true
+	m.h2mu.Unlock()
+	return m.ln.Close()
+}
 
 // connQueue is a net.Listener whose connections are pushed to it.
 type connQueue struct {
