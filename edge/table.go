@@ -166,6 +166,9 @@ func compile(s *snapshot.Snapshot, origins func(base string, managed bool) (*ori
 		}
 		t.sites[host] = st
 	}
+	if err := compileMedia(t, s.Media); err != nil { // the playback host (media.go)
+		return nil, err
+	}
 	if len(s.SessionKey) > 0 {
 		signer, err := rules.NewSessionSigner(s.SessionKey)
 		if err != nil {

@@ -34,6 +34,7 @@ type options struct {
 	stripeBaseURL  string
 	accessLog      string
 	rtmpAddr       string
+	mediaHost      string
 	rtmpsAddr      string
 	blobs          string
 	store          string
@@ -77,6 +78,7 @@ func (o *options) defs() []flagDef {
 		{"payments-processor", "PLATFORM_PAYMENTS_PROCESSOR", "test", "payments: test (built-in hosted page, test cards) or stripe", &o.payProcessor},
 		{"stripe-key", "STRIPE_SECRET_KEY", "", "payments: the Stripe secret key, with --payments-processor stripe", &o.stripeKey},
 		{"stripe-base-url", "PLATFORM_STRIPE_BASE_URL", "", "payments: Stripe API base URL (default Stripe's; stripe-mock in tests)", &o.stripeBaseURL},
+		{"media-host", "PLATFORM_MEDIA_HOST", "", "media: the edge's video playback host (default media.<apps-domain>); - plays from the API address only", &o.mediaHost},
 		{"rtmp-addr", "PLATFORM_RTMP_ADDR", "127.0.0.1:1935", "media: live ingest (RTMP, Debian nginx + libnginx-mod-rtmp); empty turns live channels off", &o.rtmpAddr},
 		{"rtmps-addr", "PLATFORM_RTMPS_ADDR", "127.0.0.1:1936", "media: RTMPS live ingest, TLS terminated by the platform with the local CA's certificate and forwarded to --rtmp-addr (empty: off)", &o.rtmpsAddr},
 		{"app-sandbox", "PLATFORM_APP_SANDBOX", "", "run deployed apps, workers and functions: bwrap (bubblewrap + prlimit, as root), none (no isolation: development only) or empty (off: such deploys answer 503)", &o.appSandbox},

@@ -23,6 +23,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/ai"
 	"github.com/svcplatform/platform/controlplane/blobs"
+	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
 	"github.com/svcplatform/platform/controlplane/media"
 	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/plans"
@@ -68,6 +69,10 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 		apiLn.Close()
 		adminLn.Close()
 		return err
+	}
+	if cmd == "serve" && o.mediaHost != "-" {
+		// Playback goes through the edge's cache on its own host.
+		mediaCfg.PlaybackBaseURL = "https://" + mediaHostOf(o) + portSuffix(httpsPort)
 	}
 	var aiCfg ai.Config
 	if o.aiConfig != "" {
@@ -174,6 +179,11 @@ func serveEdge(ctx context.Context, cp *controlplane.ControlPlane, o options, lo
 	token, err := cp.EdgeSync().EnsureLocalToken(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if o.mediaHost != "-" {
+		if err := cp.EdgeSync().SetMedia(ctx, snapshot.Media{Host: mediaHostOf(o), Origin: apiURL}); err != nil {
+			return nil, err
+		}
 	}
 	cfg, err := edgeConfig(o, log, apiURL, token)
 	if err != nil {
@@ -403,4 +413,21 @@ func runtimeConfig(o options) (controlplane.RuntimeConfig, error) {
 		idle = -1 // the runtime's "never"
 	}
 	return controlplane.RuntimeConfig{Sandbox: o.appSandbox, Dir: o.runtimeDir, IdleTimeout: idle}, nil
+}
+
+// mediaHostOf is the edge's video playback host: --media-host, else
+// media.<apps-domain>.
+func mediaHostOf(o options) string {
+	if o.mediaHost != "" {
+		return o.mediaHost
+	}
+	return "media." + o.appsDomain
+}
+
+// portSuffix is ":port" for a URL, empty for HTTPS's default port.
+func portSuffix(port string) string {
+	if port == "443" || port == "" {
+		return ""
+	}
+	return ":" + port
 }

@@ -19,8 +19,10 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,6 +123,9 @@ type Service struct {
 
 	sessionKey []byte
 	tokens     tokenCache
+
+	// media is the playback host published in every snapshot (SetMedia).
+	media atomic.Pointer[snapshot.Media]
 }
 
 // built is a rendered snapshot.
@@ -399,6 +404,10 @@ func (s *Service) build(ctx context.Context, v int64) (snapshot.Snapshot, error)
 		snap.Sites = append(snap.Sites, st)
 	}
 	slices.SortFunc(snap.Sites, func(a, b snapshot.Site) int { return strings.Compare(a.Host, b.Host) })
+	if m := s.media.Load(); m != nil {
+		mc := *m
+		snap.Media = &mc
+	}
 
 	shield, err := s.src.Shield(ctx, s.db)
 	if err != nil {
@@ -424,6 +433,41 @@ func (s *Service) build(ctx context.Context, v int64) (snapshot.Snapshot, error)
 		snap.Workspaces = append(snap.Workspaces, w)
 	}
 	return snap, nil
+}
+
+// ErrInvalidMedia is wrapped by the errors of SetMedia.
+var ErrInvalidMedia = errors.New("edgesync: invalid media playback host")
+
+// SetMedia publishes the media playback host (snapshot.Media) in every
+// snapshot from now on, or withdraws it with a zero m. It is configuration
+// of this process, not stored: it bumps the version, so edges that kept a
+// snapshot of an earlier start (with another host, or none) see it.
+func (s *Service) SetMedia(ctx context.Context, m snapshot.Media) error {
+	m.Host = strings.ToLower(strings.TrimSuffix(m.Host, "."))
+	m.Origin = strings.TrimRight(m.Origin, "/")
+	if m == (snapshot.Media{}) {
+		if s.media.Swap(nil) == nil {
+			return nil
+		}
+		_, err := s.Bump(ctx)
+		return err
+	}
+	if m.Host == "" || len(m.Host) > 253 || strings.Trim(m.Host, "abcdefghijklmnopqrstuvwxyz0123456789.-") != "" {
+		return fmt.Errorf("%w: host %q must be a host name without a port", ErrInvalidMedia, m.Host)
+	}
+	if u, err := url.Parse(m.Origin); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		u.Path != "" || u.RawQuery != "" || u.User != nil {
+		return fmt.Errorf("%w: origin %q must be an http(s) base URL", ErrInvalidMedia, m.Origin)
+	}
+	old := s.media.Swap(&m)
+	if old != nil && *old == m {
+		return nil
+	}
+	if _, err := s.Bump(ctx); err != nil {
+		s.media.Store(old) // edges were not told: a retry bumps again
+		return err
+	}
+	return nil
 }
 
 // Served reports whether a deployment serves the blob named sum.

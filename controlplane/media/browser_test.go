@@ -86,6 +86,10 @@ func newPlayer(t *testing.T) *player {
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("mute-audio", true),
 		chromedp.Flag("autoplay-policy", "no-user-gesture-required"),
+		// The playback host is the edge on 127.0.0.1 (its port is in the
+		// URL), with a certificate from the edge's local CA.
+		chromedp.Flag("host-resolver-rules", "MAP "+edgeMediaHost+" 127.0.0.1"),
+		chromedp.Flag("ignore-certificate-errors", true),
 	}
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancel)
@@ -138,13 +142,16 @@ func (p *player) playing(t *testing.T, src string, advance float64) {
 }
 
 // A processed video and a live channel play in headless Chromium with
-// hls.js: currentTime advances.
+// hls.js from the playback host, a real edge in front of the control
+// plane (with its cache): currentTime advances.
 func TestPlaybackInBrowser(t *testing.T) {
 	needTools(t, "ffmpeg", "ffprobe")
 	p := newPlayer(t)
 
 	t.Run("video", func(t *testing.T) {
-		e := newEnv(t, plans.Pro, Config{NoWorkers: true})
+		pe := newPlaybackEdge(t)
+		e := newEnv(t, plans.Pro, Config{NoWorkers: true, PlaybackBaseURL: pe.base})
+		pe.start(t, e.srv.URL)
 		id, up := e.createVideo("Clip")
 		if r := e.upload(up, "file", clip(t, t.TempDir())); r.status != 201 {
 			t.Fatalf("upload: %d %s", r.status, r.body)
@@ -153,20 +160,25 @@ func TestPlaybackInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := e.asset(id)
-		if a.Status != StatusReady {
+		if a.Status != StatusReady || a.PlaybackURL != pe.base+"/media/"+id+"/master.m3u8" {
 			t.Fatalf("asset %+v", a)
 		}
 		p.playing(t, a.PlaybackURL, 2)
 	})
 	t.Run("live", func(t *testing.T) {
 		needLive(t)
-		e := newEnv(t, plans.Pro, Config{NoWorkers: true, Live: &LiveConfig{Listen: freeAddr(t), UpdateSeconds: 1}})
+		pe := newPlaybackEdge(t)
+		e := newEnv(t, plans.Pro, Config{NoWorkers: true, PlaybackBaseURL: pe.base, Live: &LiveConfig{Listen: freeAddr(t), UpdateSeconds: 1}})
+		pe.start(t, e.srv.URL)
 		var c Created
 		e.must(201, ownerKey, "POST", "/api/projects/"+e.project+"/media", map[string]any{"name": "Show", "kind": "live"}).json(t, &c)
 		e.must(200, ownerKey, "PATCH", "/api/media/"+c.Asset.ID, map[string]any{"action": "go-live"})
 		_, done := publish(t, c.IngestURL+"/"+c.StreamKey)
 		waitLivePlaylist(t, e, c.Asset.ID, done)
 		a := e.asset(c.Asset.ID)
+		if a.PlaybackURL != pe.base+"/media/"+c.Asset.ID+"/index.m3u8" {
+			t.Fatalf("live playback URL %q", a.PlaybackURL)
+		}
 		p.playing(t, a.PlaybackURL, 2)
 	})
 }

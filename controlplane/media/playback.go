@@ -46,6 +46,27 @@ func cleanPlaybackPath(p string) (string, bool) {
 	return ct, ok
 }
 
+// Cache-Control of playback files, for browsers and for shared caches
+// (the edge's playback host; see README.md).
+const (
+	// cacheVODFile: a ready video's segments and poster never change
+	// (immutable for a year in browsers), and a shared cache revalidates
+	// them hourly, so a deleted video stops playing from the edge within
+	// an hour (a revalidation of an unchanged file is a 304).
+	cacheVODFile = "public, max-age=31536000, s-maxage=3600, immutable"
+	// cacheVODPlaylist: a ready video's playlists do not change either;
+	// five minutes bounds how long a deleted video keeps starting.
+	cacheVODPlaylist = "public, max-age=300"
+	// cacheLiveFragment: live fragments are named by time, never reused
+	// (rtmp: hls_fragment_naming system), and are gone from the playlist
+	// after hls_playlist_length.
+	cacheLiveFragment = "public, max-age=60"
+	// cacheLivePlaylist: a live playlist changes with every fragment; a
+	// shared cache answers at most one request a second to the origin per
+	// edge, and serves the previous playlist while it fetches the next.
+	cacheLivePlaylist = "public, max-age=1, stale-while-revalidate=1"
+)
+
 // PlaybackFile resolves a public playback request to a file on disk, its
 // content type and its Cache-Control: a ready video's HLS and poster, or a
 // live channel's current HLS. Anything else is 404.
@@ -62,15 +83,15 @@ func (s *Service) PlaybackFile(ctx context.Context, id, file string) (string, st
 	switch {
 	case r.Kind == KindVideo && r.Status == StatusReady:
 		full = filepath.Join(s.assetDir(id), "hls", filepath.FromSlash(file))
-		cache = "public, max-age=31536000, immutable"
+		cache = cacheVODFile
 		if strings.HasSuffix(file, ".m3u8") {
-			cache = "public, max-age=300"
+			cache = cacheVODPlaylist
 		}
 	case r.Kind == KindLive && s.live != nil:
 		full = filepath.Join(s.live.hlsDir(), id, filepath.FromSlash(file))
-		cache = "public, max-age=60"
+		cache = cacheLiveFragment
 		if strings.HasSuffix(file, ".m3u8") {
-			cache = "no-cache"
+			cache = cacheLivePlaylist
 		}
 	default:
 		return "", "", "", api.NotFound("media file")

@@ -52,8 +52,10 @@ type Config struct {
 	Dir string `json:"dir"`
 	// PublicBaseURL is the API's base URL that upload URLs start with.
 	PublicBaseURL string `json:"publicBaseUrl"`
-	// PlaybackBaseURL is the base URL of playback URLs (PublicBaseURL when
-	// empty; the edge may be put in front).
+	// PlaybackBaseURL is the base URL of playback URLs: the edge's
+	// playback host (https://media.<apps domain>, see README.md "Playback
+	// through the edge") when the platform runs an edge; PublicBaseURL
+	// when empty.
 	PlaybackBaseURL string `json:"playbackBaseUrl"`
 	// Workers is how many videos are processed at once (DefaultWorkers when 0).
 	Workers int `json:"workers"`

@@ -12,7 +12,7 @@ const MaxSlugLen = 48
 var DefaultReservedPrefixes = []string{"svc", "service"}
 
 // DefaultReservedNames are host names the platform keeps for itself.
-var DefaultReservedNames = []string{"www", "api", "admin", "dashboard", "edge", "cdn", "static", "mail", "status", "docs", "auth", "login"}
+var DefaultReservedNames = []string{"www", "api", "admin", "dashboard", "edge", "cdn", "static", "mail", "status", "docs", "auth", "login", "media"}
 
 // Slugify derives the address label of a name: lower-case ASCII letters and
 // digits, other runs become one hyphen, no hyphen at either end.

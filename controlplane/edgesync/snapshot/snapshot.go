@@ -55,6 +55,28 @@ type Snapshot struct {
 	// Workspaces hold the Shield and CDN settings in force per workspace,
 	// sorted by ID. Every workspace of a site is present.
 	Workspaces []Workspace `json:"workspaces"`
+	// Media is the media playback host, nil when the platform serves
+	// playback from the API's address only.
+	Media *Media `json:"media,omitempty"`
+}
+
+// MediaPathPrefix starts every path the playback host forwards: HLS
+// playlists, segments and posters at MediaPathPrefix + <asset id>/<file>.
+const MediaPathPrefix = "/media/"
+
+// Media is the playback host: a dedicated host (as Cloudflare Stream's and
+// Mux's) on which the edge answers GET and HEAD of MediaPathPrefix paths
+// from its shared cache, forwarding misses to the control plane's public
+// playback route, and 404 for every other path. Playback is public and
+// belongs to no workspace: no workspace's Shield applies there.
+type Media struct {
+	// Host is the playback host name, lower case, without a port (e.g.
+	// media.<appsDomain>). It takes precedence over a project's site of the
+	// same name.
+	Host string `json:"host"`
+	// Origin is the control plane's http(s) base URL that playback
+	// requests are forwarded to (its GET /media/{id}/{file} route).
+	Origin string `json:"origin"`
 }
 
 // Site is one project's address and what it serves.

@@ -111,7 +111,11 @@ func (c Config) Render() string {
 		q(c.Notify+"/publish"), q(c.Notify+"/update"), q(c.Notify+"/done"))
 	fmt.Fprintf(&b, "    application %s {\n      live on;\n      record off;\n      allow publish 127.0.0.1;\n      deny publish all;\n      deny play all;\n", HLSApp)
 	fmt.Fprintf(&b, "      on_publish %s;\n", q(c.Notify+"/relay"))
-	fmt.Fprintf(&b, "      hls on;\n      hls_path %s;\n      hls_nested on;\n      hls_fragment %ds;\n      hls_playlist_length %ds;\n      hls_cleanup on;\n",
+	// Fragments are named by the system time in milliseconds, not by a
+	// sequence that starts again with each stream: a fragment name is
+	// never reused for other bytes, so caches (the edge's, players') may
+	// keep fragments by name.
+	fmt.Fprintf(&b, "      hls on;\n      hls_path %s;\n      hls_nested on;\n      hls_fragment %ds;\n      hls_playlist_length %ds;\n      hls_cleanup on;\n      hls_fragment_naming system;\n",
 		q(c.HLSDir()), frag, frag*10)
 	b.WriteString("    }\n  }\n}\n")
 	return b.String()
