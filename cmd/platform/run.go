@@ -70,9 +70,10 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 		adminLn.Close()
 		return err
 	}
-	if cmd == "serve" && o.mediaHost != "-" {
-		// Playback goes through the edge's cache on its own host.
-		mediaCfg.PlaybackBaseURL = "https://" + mediaHostOf(o) + portSuffix(httpsPort)
+	playbackHost := mediaHostOf(cmd, o)
+	if playbackHost != "" {
+		// Playback goes through the edges' cache on its own host.
+		mediaCfg.PlaybackBaseURL = "https://" + playbackHost + portSuffix(httpsPort)
 	}
 	var aiCfg ai.Config
 	if o.aiConfig != "" {
@@ -103,6 +104,15 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 	}
 	defer cp.Close()
 	cp.StartBackground(ctx)
+	if playbackHost != "" {
+		// Edges answer the playback host from their cache, forwarding
+		// misses to this API's playback route.
+		if err := cp.EdgeSync().SetMedia(ctx, snapshot.Media{Host: playbackHost, Origin: "http://" + apiLn.Addr().String()}); err != nil {
+			apiLn.Close()
+			adminLn.Close()
+			return err
+		}
+	}
 
 	ready := func() bool { return true }
 	var ed *edge.Edge
@@ -179,11 +189,6 @@ func serveEdge(ctx context.Context, cp *controlplane.ControlPlane, o options, lo
 	token, err := cp.EdgeSync().EnsureLocalToken(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if o.mediaHost != "-" {
-		if err := cp.EdgeSync().SetMedia(ctx, snapshot.Media{Host: mediaHostOf(o), Origin: apiURL}); err != nil {
-			return nil, err
-		}
 	}
 	cfg, err := edgeConfig(o, log, apiURL, token)
 	if err != nil {
@@ -415,13 +420,19 @@ func runtimeConfig(o options) (controlplane.RuntimeConfig, error) {
 	return controlplane.RuntimeConfig{Sandbox: o.appSandbox, Dir: o.runtimeDir, IdleTimeout: idle}, nil
 }
 
-// mediaHostOf is the edge's video playback host: --media-host, else
-// media.<apps-domain>.
-func mediaHostOf(o options) string {
-	if o.mediaHost != "" {
+// mediaHostOf is the edges' video playback host: --media-host, else for
+// serve media.<apps-domain>; empty (playback from the API address) for "-"
+// and for a control plane whose edges run elsewhere without --media-host.
+func mediaHostOf(cmd string, o options) string {
+	switch {
+	case o.mediaHost == "-" || cmd == "edge":
+		return ""
+	case o.mediaHost != "":
 		return o.mediaHost
+	case cmd == "serve":
+		return "media." + o.appsDomain
 	}
-	return "media." + o.appsDomain
+	return ""
 }
 
 // portSuffix is ":port" for a URL, empty for HTTPS's default port.
