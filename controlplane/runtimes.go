@@ -18,9 +18,11 @@ import (
 
 // Sandboxes the runtime can run apps and worker programs in.
 const (
-	// SandboxBwrap runs each program under bubblewrap with its own uid, no
-	// network but its own loopback, only its directory writable and
-	// resource limits (runtime/README.md). Needs root, bwrap and prlimit.
+	// SandboxBwrap runs each program under bubblewrap with its own uid,
+	// outbound network only (slirp4netns, when installed), only its
+	// directory writable, a seccomp filter, and CPU and memory limits in a
+	// cgroup of its own (runtime/README.md "Isolation"). Needs root, bwrap
+	// and prlimit.
 	SandboxBwrap = "bwrap"
 	// SandboxNone runs programs as plain children of the platform:
 	// development and tests only, it isolates nothing.
@@ -40,8 +42,21 @@ type RuntimeConfig struct {
 	// IdleTimeout stops an app without connections for that long (scale
 	// to zero; the next request wakes it); 0 is 15 minutes, negative never.
 	IdleTimeout time.Duration `json:"idleTimeout"`
-	// MemoryBytes bounds each sandboxed app's memory (bwrap; 512 MiB when 0).
+	// MemoryBytes bounds each sandboxed app's memory (bwrap; 512 MiB when
+	// 0): all of it in its cgroup, or RLIMIT_DATA without cgroups.
 	MemoryBytes int64 `json:"memoryBytes"`
+	// CPUMillis bounds each sandboxed app's CPU in thousandths of a core
+	// (bwrap with cgroups; 1000, one core, when 0).
+	CPUMillis int `json:"cpuMillis"`
+	// Cgroups and Outbound are auto (""), on or off (sandbox.ModeAuto,
+	// ModeOn, ModeOff): per-app cgroups for the limits, and outbound
+	// network for sandboxed apps (auto: when slirp4netns is installed).
+	Cgroups  string `json:"cgroups"`
+	Outbound string `json:"outbound"`
+	// AllowPrivateNetworks lets sandboxed apps reach private networks
+	// (the platform's --allow-private-networks); never the host's
+	// loopback or the cloud metadata address.
+	AllowPrivateNetworks bool `json:"allowPrivateNetworks"`
 	// FunctionTimeout and FunctionMemoryBytes bound each function call
 	// (10 s and 128 MiB when 0).
 	FunctionTimeout     time.Duration `json:"functionTimeout"`
@@ -85,10 +100,12 @@ func newRuntime(ctx context.Context, rc RuntimeConfig, dataDir string, clk clock
 	case SandboxNone:
 		box = sandbox.None{}
 	case SandboxBwrap:
-		b := &sandbox.Bwrap{MemoryBytes: rc.MemoryBytes, Hide: []string{data}}
+		b := &sandbox.Bwrap{MemoryBytes: rc.MemoryBytes, CPUMillis: rc.CPUMillis, Hide: []string{data},
+			Cgroups: rc.Cgroups, Outbound: rc.Outbound, AllowPrivateNetworks: rc.AllowPrivateNetworks}
 		if err := b.Provision(); err != nil {
 			return nil, nil, fmt.Errorf("controlplane: app sandbox: %w", err)
 		}
+		logIsolation(log, b.Status())
 		box = b
 	default:
 		return nil, nil, fmt.Errorf("controlplane: app sandbox %q is not bwrap or none", rc.Sandbox)
@@ -114,4 +131,18 @@ func newRuntime(ctx context.Context, rc RuntimeConfig, dataDir string, clk clock
 		defer cancel()
 		return eng.Close(ctx)
 	}, nil
+}
+
+// logIsolation says what the bwrap sandbox enforces here, and warns about
+// what it falls back from.
+func logIsolation(log *slog.Logger, st sandbox.Isolation) {
+	log.Info("app sandbox isolation", "cgroups", st.Cgroups, "outbound", st.Outbound,
+		"allowPrivateNetworks", st.AllowPrivateNetworks, "seccomp", st.Seccomp)
+	if st.Cgroups == "" {
+		log.Warn("app sandbox: no per-app cgroups: memory is bounded by RLIMIT_DATA only and CPU is not bounded",
+			"reason", st.CgroupsWhy)
+	}
+	if !st.Outbound {
+		log.Warn("app sandbox: apps get no outbound network", "reason", st.OutboundWhy)
+	}
 }

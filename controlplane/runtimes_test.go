@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/runtime/sandbox"
 )
 
 func TestNewRuntime(t *testing.T) {
@@ -44,6 +45,9 @@ func TestNewRuntime(t *testing.T) {
 		{"inside the data directory", RuntimeConfig{Sandbox: SandboxNone, Dir: filepath.Join(data, "apps")}, "inside the data directory"},
 		{"the data directory itself", RuntimeConfig{Sandbox: SandboxNone, Dir: data}, "inside the data directory"},
 		{"unknown sandbox", RuntimeConfig{Sandbox: "docker"}, "not bwrap or none"},
+		{"unknown cgroups mode", RuntimeConfig{Sandbox: SandboxBwrap, Cgroups: "maybe"}, "not auto, on or off"},
+		{"unknown outbound mode", RuntimeConfig{Sandbox: SandboxBwrap, Outbound: "yes"}, "not auto, on or off"},
+		{"cpu below 1% of a core", RuntimeConfig{Sandbox: SandboxBwrap, CPUMillis: 5}, "cpu millis"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := newRuntime(ctx, tc.rc, data, clock.System{}, log)
@@ -52,6 +56,36 @@ func TestNewRuntime(t *testing.T) {
 			}
 			if strings.Contains(tc.want, "data directory") && !errors.Is(err, errRuntimeDir) {
 				t.Fatalf("%v is not errRuntimeDir", err)
+			}
+		})
+	}
+}
+
+func TestRuntimeIsolationLog(t *testing.T) {
+	tests := []struct {
+		name string
+		st   sandbox.Isolation
+		want []string
+		not  []string
+	}{
+		{"everything", sandbox.Isolation{Cgroups: "v1", Outbound: true, Seccomp: true},
+			[]string{"cgroups=v1", "outbound=true", "seccomp=true"}, []string{"WARN"}},
+		{"prlimit fallback, no network", sandbox.Isolation{CgroupsWhy: "no cgroup2", OutboundWhy: "slirp4netns not found", Seccomp: true},
+			[]string{"RLIMIT_DATA only and CPU is not bounded", `reason="no cgroup2"`, "no outbound network", `reason="slirp4netns not found"`}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf strings.Builder
+			logIsolation(slog.New(slog.NewTextHandler(&buf, nil)), tc.st)
+			for _, w := range tc.want {
+				if !strings.Contains(buf.String(), w) {
+					t.Errorf("log lacks %q:\n%s", w, buf.String())
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(buf.String(), w) {
+					t.Errorf("log has %q:\n%s", w, buf.String())
+				}
 			}
 		})
 	}

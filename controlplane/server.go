@@ -38,6 +38,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/media"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/payments"
+	"github.com/svcplatform/platform/controlplane/placement"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/repos"
@@ -91,6 +92,13 @@ type Config struct {
 	// is DataDir/keys/seal.key, created on first start. Replicas sharing a
 	// PostgreSQL store must share the key: point each at the same file.
 	SealKeyFile string `json:"sealKeyFile,omitempty"`
+	// NodeID names this replica among several (--node-id); empty derives
+	// one kept in DataDir/node-id.
+	NodeID string `json:"nodeId,omitempty"`
+	// NodeURL is where other replicas reach this API (--node-url,
+	// http://host:port); empty: a single node. Databases live on the node
+	// that created them; the others forward to it (SCALING.md).
+	NodeURL string `json:"nodeUrl,omitempty"`
 	// Blobs is where deployed files and repo snapshots live: a directory,
 	// or s3://BUCKET/PREFIX?endpoint=... (controlplane/blobs/README.md);
 	// empty is DataDir/blobs.
@@ -242,6 +250,34 @@ func (cp *ControlPlane) StartBackground(ctx context.Context) {
 	cp.Jobs.Start(ctx)
 }
 
+// newCluster registers this node among the replicas and returns the
+// forwarder to the owners of databases (controlplane/placement).
+func (cp *ControlPlane) newCluster(ctx context.Context, cfg Config) (*placement.Forwarder, error) {
+	reg, err := placement.New(ctx, cp.DB, cfg.Clock, cfg.Logger, placement.Config{NodeID: cfg.NodeID, URL: cfg.NodeURL, Dir: cfg.DataDir})
+	if err != nil {
+		return nil, err
+	}
+	cp.onClose(reg.Close)
+	keyFile := cfg.SealKeyFile
+	if keyFile == "" {
+		keyFile = filepath.Join(cfg.DataDir, "keys", "seal.key")
+	}
+	secret, err := placement.SecretFromKeyFile(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	f, err := placement.NewForwarder(reg, secret, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range f.Collectors() {
+		if err := cfg.Registerer.Register(c); err != nil {
+			return nil, fmt.Errorf("controlplane: metrics: %w", err)
+		}
+	}
+	return f, nil
+}
+
 // onClose registers fn to run at Close, in reverse order.
 func (cp *ControlPlane) onClose(fn func() error) { cp.closers = append(cp.closers, fn) }
 
@@ -362,9 +398,17 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	// not built yet (custom domains, app users) are unavailable.
 	cp.security = security.New(security.Deps{Accounts: cp.Accounts, Variables: cp.Projects, Audit: cp.Audit, Usage: cp.Meter, Now: clk.Now})
 
-	// Databases.
+	// Databases, each a file on the node that created it; with several
+	// replicas (NodeURL) the others forward its requests there.
+	var cluster *placement.Forwarder
+	if cfg.NodeURL != "" {
+		if cluster, err = cp.newCluster(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
 	if cp.databases, err = databases.New(ctx, databases.Config{Dir: filepath.Join(cfg.DataDir, "databases")}, databases.Deps{
 		DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter, Projects: cp.Projects, Plans: cp.Accounts, Logger: log,
+		Cluster: cluster,
 	}); err != nil {
 		return nil, err
 	}

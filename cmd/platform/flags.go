@@ -35,6 +35,8 @@ type options struct {
 	accessLog      string
 	rtmpAddr       string
 	mediaHost      string
+	nodeID         string
+	nodeURL        string
 	rtmpsAddr      string
 	blobs          string
 	store          string
@@ -42,6 +44,10 @@ type options struct {
 	appSandbox     string
 	runtimeDir     string
 	appIdle        string
+	appCPUMillis   string
+	appMemory      string
+	appCgroups     string
+	appOutbound    string
 	// allowPrivate lets app/function origins and webhook URLs be on
 	// loopback, private or link-local addresses.
 	allowPrivate bool
@@ -78,12 +84,18 @@ func (o *options) defs() []flagDef {
 		{"payments-processor", "PLATFORM_PAYMENTS_PROCESSOR", "test", "payments: test (built-in hosted page, test cards) or stripe", &o.payProcessor},
 		{"stripe-key", "STRIPE_SECRET_KEY", "", "payments: the Stripe secret key, with --payments-processor stripe", &o.stripeKey},
 		{"stripe-base-url", "PLATFORM_STRIPE_BASE_URL", "", "payments: Stripe API base URL (default Stripe's; stripe-mock in tests)", &o.stripeBaseURL},
+		{"node-id", "PLATFORM_NODE_ID", "", "this control-plane replica's name among several: a-z 0-9 - _ (default derived once, kept in DIR/node-id)", &o.nodeID},
+		{"node-url", "PLATFORM_NODE_URL", "", "where the other control-plane replicas reach this one's API (http://host:port); set on every replica sharing a --store (SCALING.md)", &o.nodeURL},
 		{"media-host", "PLATFORM_MEDIA_HOST", "", "media: the edge's video playback host (default media.<apps-domain>); - plays from the API address only", &o.mediaHost},
 		{"rtmp-addr", "PLATFORM_RTMP_ADDR", "127.0.0.1:1935", "media: live ingest (RTMP, Debian nginx + libnginx-mod-rtmp); empty turns live channels off", &o.rtmpAddr},
 		{"rtmps-addr", "PLATFORM_RTMPS_ADDR", "127.0.0.1:1936", "media: RTMPS live ingest, TLS terminated by the platform with the local CA's certificate and forwarded to --rtmp-addr (empty: off)", &o.rtmpsAddr},
 		{"app-sandbox", "PLATFORM_APP_SANDBOX", "", "run deployed apps, workers and functions: bwrap (bubblewrap + prlimit, as root), none (no isolation: development only) or empty (off: such deploys answer 503)", &o.appSandbox},
 		{"runtime-dir", "PLATFORM_RUNTIME_DIR", "", "where running apps' directories live, outside --data (default <data>.runtime)", &o.runtimeDir},
 		{"app-idle-timeout", "PLATFORM_APP_IDLE_TIMEOUT", "15m", "stop an app with no connection for this long; the next request wakes it (0s: never)", &o.appIdle},
+		{"app-cpu-millis", "PLATFORM_APP_CPU_MILLIS", "1000", "CPU of each sandboxed app in thousandths of a core (bwrap with cgroups)", &o.appCPUMillis},
+		{"app-memory-bytes", "PLATFORM_APP_MEMORY_BYTES", "536870912", "memory of each sandboxed app: all of it with cgroups, RLIMIT_DATA without", &o.appMemory},
+		{"app-cgroups", "PLATFORM_APP_CGROUPS", "auto", "per-app cgroups for the CPU and memory limits: auto, on (required) or off (prlimit only)", &o.appCgroups},
+		{"app-outbound", "PLATFORM_APP_OUTBOUND", "auto", "outbound network for sandboxed apps through slirp4netns: auto, on (required) or off", &o.appOutbound},
 		{"store", "PLATFORM_STORE", "", "the control plane's metadata database: a SQLite path (default DIR/platform.db) or postgres://user:pass@host/db", &o.store},
 		{"seal-key-file", "PLATFORM_SEAL_KEY_FILE", "", "the 32-byte key sealing secrets at rest (default DIR/keys/seal.key, created on first start); replicas on one --store share it", &o.sealKeyFile},
 		{"blobs", "PLATFORM_BLOBS", "", "where deployed files and repo snapshots live: a directory, or s3://BUCKET/PREFIX?endpoint=URL&path_style=true (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a profile or the instance role); default DIR/blobs", &o.blobs},

@@ -90,6 +90,12 @@ func TestServeRefusesClearly(t *testing.T) {
 		{"https port in use", func(o *options) { o.httpsAddr = busy.Addr().String() }, "https address"},
 		{"bad trusted proxy", func(o *options) { o.trustedProxies = "10.0.0.0/8,bogus" }, "trusted proxy"},
 		{"bad cache size", func(o *options) { o.cacheBytes = "lots" }, "cache-bytes"},
+		{"bad app sandbox", func(o *options) { o.appSandbox = "docker" }, "app-sandbox"},
+		{"bad app idle timeout", func(o *options) { o.appIdle = "soon" }, "app-idle-timeout"},
+		{"app CPU too small", func(o *options) { o.appCPUMillis = "5" }, "app-cpu-millis"},
+		{"app memory too small", func(o *options) { o.appMemory = "1024" }, "app-memory-bytes"},
+		{"bad app cgroups mode", func(o *options) { o.appCgroups = "maybe" }, "app-cgroups"},
+		{"bad app outbound mode", func(o *options) { o.appOutbound = "yes" }, "app-outbound"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := testOptions(t)

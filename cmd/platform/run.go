@@ -96,6 +96,8 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 		Blobs:                o.blobs,
 		Store:                o.store,
 		SealKeyFile:          o.sealKeyFile,
+		NodeID:               o.nodeID,
+		NodeURL:              o.nodeURL,
 	})
 	if err != nil {
 		apiLn.Close()
@@ -417,7 +419,23 @@ func runtimeConfig(o options) (controlplane.RuntimeConfig, error) {
 	if idle == 0 {
 		idle = -1 // the runtime's "never"
 	}
-	return controlplane.RuntimeConfig{Sandbox: o.appSandbox, Dir: o.runtimeDir, IdleTimeout: idle}, nil
+	cpu, err := strconv.Atoi(o.appCPUMillis)
+	if err != nil || cpu < 10 {
+		return controlplane.RuntimeConfig{}, fmt.Errorf("--app-cpu-millis %q: want thousandths of a core, at least 10", o.appCPUMillis)
+	}
+	mem, err := strconv.ParseInt(o.appMemory, 10, 64)
+	if err != nil || mem < 16<<20 {
+		return controlplane.RuntimeConfig{}, fmt.Errorf("--app-memory-bytes %q: want bytes, at least 16 MiB (16777216)", o.appMemory)
+	}
+	for _, m := range []struct{ flag, v string }{{"--app-cgroups", o.appCgroups}, {"--app-outbound", o.appOutbound}} {
+		switch m.v {
+		case "", "auto", "on", "off":
+		default:
+			return controlplane.RuntimeConfig{}, fmt.Errorf("%s %q: want auto, on or off", m.flag, m.v)
+		}
+	}
+	return controlplane.RuntimeConfig{Sandbox: o.appSandbox, Dir: o.runtimeDir, IdleTimeout: idle, CPUMillis: cpu, MemoryBytes: mem,
+		Cgroups: o.appCgroups, Outbound: o.appOutbound, AllowPrivateNetworks: o.allowPrivate}, nil
 }
 
 // mediaHostOf is the edges' video playback host: --media-host, else for

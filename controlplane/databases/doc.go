@@ -5,5 +5,8 @@
 // (SQLite's own sqlite3_limit where SQLite has one, the service's
 // elsewhere), holds statements that add data when the storage allowance is
 // used up, limits each workspace's query rate, meters queries and rows,
-// and exports a database as a .sql dump. See README.md.
+// and exports a database as a .sql dump. Among several control-plane
+// replicas each database lives on the node that created it, and requests
+// reaching another replica are forwarded there (cluster.go,
+// controlplane/placement). See README.md.
 package databases

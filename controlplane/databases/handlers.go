@@ -28,24 +28,30 @@ func (h Handlers) Create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d.Endpoint = origin(r) + d.Endpoint
+	d.Endpoint = h.origin(r) + d.Endpoint
 	api.WriteJSON(w, http.StatusCreated, DatabaseAnswer{Database: d})
 	return nil
 }
 
 // Get answers GET /api/databases/{id}.
 func (h Handlers) Get(w http.ResponseWriter, r *http.Request) error {
+	if done, err := h.route(w, r); done {
+		return err
+	}
 	d, err := h.S.Get(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	d.Endpoint = origin(r) + d.Endpoint
+	d.Endpoint = h.origin(r) + d.Endpoint
 	api.WriteJSON(w, http.StatusOK, DatabaseAnswer{Database: d})
 	return nil
 }
 
 // Query answers POST /api/databases/{id}: {sql, params?} or {batch}.
 func (h Handlers) Query(w http.ResponseWriter, r *http.Request) error {
+	if done, err := h.route(w, r); done {
+		return err
+	}
 	var req QueryRequest
 	if err := api.Decode(r, &req, false); err != nil {
 		return err
@@ -78,6 +84,9 @@ func (h Handlers) Query(w http.ResponseWriter, r *http.Request) error {
 
 // Retry answers PATCH /api/databases/{id} {action: retry}.
 func (h Handlers) Retry(w http.ResponseWriter, r *http.Request) error {
+	if done, err := h.route(w, r); done {
+		return err
+	}
 	var req PatchRequest
 	if err := api.Decode(r, &req, false); err != nil {
 		return err
@@ -86,19 +95,25 @@ func (h Handlers) Retry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d.Endpoint = origin(r) + d.Endpoint
+	d.Endpoint = h.origin(r) + d.Endpoint
 	api.WriteJSON(w, http.StatusOK, DatabaseAnswer{Database: d})
 	return nil
 }
 
 // Delete answers DELETE /api/databases/{id}.
 func (h Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
+	if done, err := h.route(w, r); done {
+		return err
+	}
 	id := r.PathValue("id")
 	return api.Reply(w, http.StatusOK, api.Deleted{ID: id, Deleted: true}, h.S.Delete(r.Context(), api.PrincipalFrom(r.Context()), id))
 }
 
 // Export answers POST /api/databases/{id}/export {bookmark?}.
 func (h Handlers) Export(w http.ResponseWriter, r *http.Request) error {
+	if done, err := h.route(w, r); done {
+		return err
+	}
 	var req ExportRequest
 	if err := api.Decode(r, &req, true); err != nil {
 		return err
@@ -108,7 +123,7 @@ func (h Handlers) Export(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if a.Download != "" {
-		a.Download = origin(r) + a.Download
+		a.Download = h.origin(r) + a.Download
 	}
 	api.WriteJSON(w, http.StatusOK, a)
 	return nil
@@ -117,6 +132,9 @@ func (h Handlers) Export(w http.ResponseWriter, r *http.Request) error {
 // Download answers GET /api/databases/{id}/export?bookmark= with the .sql
 // file.
 func (h Handlers) Download(w http.ResponseWriter, r *http.Request) error {
+	if done, err := h.route(w, r); done {
+		return err
+	}
 	d, err := h.S.ExportFile(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), r.URL.Query().Get("bookmark"))
 	if err != nil {
 		return err
@@ -131,13 +149,4 @@ func (h Handlers) Download(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	http.ServeContent(w, r, d.Filename, d.ModTime, f)
 	return nil
-}
-
-// origin is the scheme and host the request reached the API on.
-func origin(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
 }

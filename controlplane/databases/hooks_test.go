@@ -11,3 +11,7 @@ func PauseExports(s *Service, release <-chan struct{}) {
 // OnExportWait calls f each time a query of s starts waiting for a running
 // export.
 func OnExportWait(s *Service, f func()) { s.exportWaiting.Store(&f) }
+
+// OnRemoved calls f each time s removed the files of a database deleted on
+// another replica.
+func OnRemoved(s *Service, f func(id string)) { s.removed.Store(&f) }

@@ -17,6 +17,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/placement"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/store"
@@ -196,6 +197,13 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, projectID strin
 				return api.Conflict("name_taken", "this project already has a database named %q", name)
 			}
 			return err
+		}
+		// Among replicas the creating node owns the database: its file is
+		// made here, and requests reaching other replicas come here.
+		if f := s.cluster(); f != nil {
+			if err := f.Registry().Assign(ctx, tx, placement.KindDatabase, rec.ID); err != nil {
+				return err
+			}
 		}
 		return s.d.Audit.Record(ctx, tx, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "database.create", Category: audit.CategoryData,
 			TargetType: "database", TargetID: rec.ID, ProjectID: projectID, Summary: fmt.Sprintf("created database %s", name)})
@@ -387,6 +395,17 @@ func (s *Service) Retry(ctx context.Context, p *auth.Principal, id string, req P
 		if n, _ := res.RowsAffected(); n == 0 {
 			return api.Conflict("database_unavailable", "database %s is already being created", id)
 		}
+		// A database with no owner yet (made before this node had an
+		// identity) is made here: this node takes it.
+		if f := s.cluster(); f != nil {
+			owner, err := f.Registry().Claim(ctx, tx, placement.KindDatabase, id)
+			if err != nil {
+				return err
+			}
+			if owner != f.Registry().Config().NodeID {
+				return api.E(api.KindUnavailable, "database_unavailable", "database %s belongs to node %s; retry shortly", id, owner).With("node", owner)
+			}
+		}
 		return s.d.Audit.Record(ctx, tx, audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "database.retry", Category: audit.CategoryData,
 			TargetType: "database", TargetID: id, ProjectID: rec.Project, Summary: fmt.Sprintf("retried creating database %s", rec.Name)})
 	})
@@ -414,6 +433,13 @@ func (s *Service) remove(ctx context.Context, actor *auth.Principal, rec record,
 	err := s.d.DB.Tx(ctx, func(tx *sql.Tx) error {
 		if err := s.records.setStatus(ctx, tx, rec.ID, StatusDeleted, "", s.d.Clock.Now()); err != nil {
 			return err
+		}
+		// Deleted on a replica that does not own it (with its project):
+		// the owner removes the file when this commits.
+		if s.cluster() != nil {
+			if err := s.d.DB.Notifier().Notify(ctx, tx, removedChannel, rec.ID); err != nil {
+				return err
+			}
 		}
 		return s.d.Audit.Record(ctx, tx, audit.Event{Workspace: rec.Workspace, Actor: actor, Action: "database.delete", Category: audit.CategoryData,
 			TargetType: "database", TargetID: rec.ID, ProjectID: rec.Project, Summary: summary})
@@ -459,7 +485,7 @@ func (s *Service) openExisting(ctx context.Context, id string) (*handle, error) 
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := s.storage.size(id); !ok {
+	if _, ok := s.storage.localSize(id); !ok {
 		size, err := h.measure(ctx)
 		if err != nil {
 			h.close()

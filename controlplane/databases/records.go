@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/store"
@@ -33,12 +34,15 @@ type record struct {
 }
 
 // records reads and writes database rows, keeping the ones read in memory:
-// this process is the only writer of the table, so the copy stays exact and
-// a query costs no metadata read.
+// on a single node this process is the only writer of the table, so the
+// copy stays exact and a query costs no metadata read. Among several
+// replicas (shared) another replica may change a row (a project deleted
+// there deletes its databases), so every read goes to the table.
 type records struct {
-	db *store.DB
-	mu sync.Mutex
-	m  map[string]record
+	db     *store.DB
+	shared atomic.Bool
+	mu     sync.Mutex
+	m      map[string]record
 	// gen counts changes, so that a row read before a change committed
 	// is not kept after it.
 	gen uint64
@@ -71,11 +75,12 @@ func (rs *records) get(ctx context.Context, workspace, id string) (record, error
 
 // byID returns database id of any workspace.
 func (rs *records) byID(ctx context.Context, id string) (record, error) {
+	shared := rs.shared.Load()
 	rs.mu.Lock()
 	r, ok := rs.m[id]
 	gen := rs.gen
 	rs.mu.Unlock()
-	if ok {
+	if ok && !shared {
 		return r, nil
 	}
 	r, err := scanRecord(rs.db.QueryRowContext(ctx, `SELECT `+recordCols+` FROM databases WHERE id = ?`, id))
@@ -84,6 +89,9 @@ func (rs *records) byID(ctx context.Context, id string) (record, error) {
 	}
 	if err != nil {
 		return record{}, fmt.Errorf("databases: read %s: %w", id, err)
+	}
+	if shared {
+		return r, nil
 	}
 	rs.mu.Lock()
 	if rs.gen == gen {
@@ -165,20 +173,85 @@ func (rs *records) ids(ctx context.Context, q string, args ...any) ([]string, er
 }
 
 // failInterrupted marks creates and exports that a stopped process left
-// running as failed, so that they can be retried.
-func (rs *records) failInterrupted(ctx context.Context, now time.Time) error {
+// running as failed, so that they can be retried. mine, when set, tells
+// the databases this node owns: among replicas only those were this
+// process's (another replica's create in progress is left alone).
+func (rs *records) failInterrupted(ctx context.Context, now time.Time, mine func(ctx context.Context, id string) (bool, error)) error {
 	at := store.FormatTime(now)
-	return rs.db.Tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE databases SET status = ?, error = ?, updated_at = ? WHERE status = ?`,
-			StatusFailed, "creation was interrupted by a restart", at, StatusCreating); err != nil {
-			return fmt.Errorf("databases: recover creates: %w", err)
+	if mine == nil {
+		return rs.db.Tx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `UPDATE databases SET status = ?, error = ?, updated_at = ? WHERE status = ?`,
+				StatusFailed, reasonInterrupted, at, StatusCreating); err != nil {
+				return fmt.Errorf("databases: recover creates: %w", err)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE database_exports SET status = ?, error = ?, completed_at = ? WHERE status = ?`,
+				ExportFailed, reasonExportInterrupted, at, ExportActive); err != nil {
+				return fmt.Errorf("databases: recover exports: %w", err)
+			}
+			return nil
+		})
+	}
+	creating, err := rs.ids(ctx, `SELECT id FROM databases WHERE status = ? ORDER BY id`, StatusCreating)
+	if err != nil {
+		return err
+	}
+	exporting, err := rs.ids(ctx, `SELECT DISTINCT database_id FROM database_exports WHERE status = ? ORDER BY database_id`, ExportActive)
+	if err != nil {
+		return err
+	}
+	for _, id := range creating {
+		if ok, err := mine(ctx, id); err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			continue
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE database_exports SET status = ?, error = ?, completed_at = ? WHERE status = ?`,
-			ExportFailed, "the export was interrupted by a restart; start a new one", at, ExportActive); err != nil {
-			return fmt.Errorf("databases: recover exports: %w", err)
+		if _, err := rs.db.ExecContext(ctx, `UPDATE databases SET status = ?, error = ?, updated_at = ? WHERE id = ? AND status = ?`,
+			StatusFailed, reasonInterrupted, at, id, StatusCreating); err != nil {
+			return fmt.Errorf("databases: recover create of %s: %w", id, err)
 		}
-		return nil
-	})
+	}
+	for _, id := range exporting {
+		if ok, err := mine(ctx, id); err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := rs.db.ExecContext(ctx, `UPDATE database_exports SET status = ?, error = ?, completed_at = ? WHERE database_id = ? AND status = ?`,
+			ExportFailed, reasonExportInterrupted, at, id, ExportActive); err != nil {
+			return fmt.Errorf("databases: recover exports of %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// Reasons recorded for work a stopped process left running.
+const (
+	reasonInterrupted       = "creation was interrupted by a restart"
+	reasonExportInterrupted = "the export was interrupted by a restart; start a new one"
+)
+
+// readySizes returns the recorded size of each database of the workspace
+// that holds data (what the owners last measured).
+func (rs *records) readySizes(ctx context.Context, workspace string) (map[string]int64, []string, error) {
+	rows, err := rs.db.QueryContext(ctx, `SELECT id, size_bytes FROM databases WHERE workspace_id = ? AND status = ? ORDER BY id`, workspace, StatusReady)
+	if err != nil {
+		return nil, nil, fmt.Errorf("databases: sizes: %w", err)
+	}
+	defer rows.Close()
+	sizes := map[string]int64{}
+	var ids []string
+	for rows.Next() {
+		var id string
+		var n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, nil, fmt.Errorf("databases: sizes: %w", err)
+		}
+		sizes[id] = n
+		ids = append(ids, id)
+	}
+	return sizes, ids, rows.Err()
 }
 
 // saveSizes stores measured sizes.

@@ -15,6 +15,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/metering"
+	"github.com/svcplatform/platform/controlplane/placement"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/store"
@@ -205,6 +206,10 @@ type Deps struct {
 	Plans Plans
 	// Logger receives what goes wrong in the background.
 	Logger *slog.Logger
+	// Cluster, set when several control-plane replicas share the metadata
+	// database, records which node owns each database and forwards
+	// requests to it (controlplane/placement); nil on a single node.
+	Cluster *placement.Forwarder
 }
 
 // Service is the databases area: it creates, opens, queries, exports and
@@ -222,6 +227,14 @@ type Service struct {
 	storage *storage
 	exports sync.WaitGroup
 	pause   atomic.Pointer[exportPause]
+	// fwd is the forwarder among replicas (nil on a single node).
+	fwd atomic.Pointer[placement.Forwarder]
+	// listenStop ends the removals listener; bg waits for it.
+	listenStop atomic.Pointer[context.CancelFunc]
+	bg         sync.WaitGroup
+	// removed, when set, is called after the files of a database deleted
+	// on another replica were removed here (tests synchronise on it).
+	removed atomic.Pointer[func(id string)]
 	// exportWaiting, when set, is called as a query starts waiting for an
 	// export (tests synchronise on it instead of sleeping).
 	exportWaiting atomic.Pointer[func()]
@@ -248,8 +261,17 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	s.limiter = newLimiter()
 	s.usage = newUsage(d.Meter)
 	s.storage = newStorage()
+	if d.Cluster != nil {
+		s.fwd.Store(d.Cluster)
+		s.records.shared.Store(true)
+	}
 	if err := s.recover(ctx); err != nil {
 		return nil, err
+	}
+	if d.Cluster != nil {
+		if err := s.listenRemoved(ctx); err != nil {
+			return nil, err
+		}
 	}
 	go s.flushLoop()
 	return s, nil
@@ -281,7 +303,11 @@ func (s *Service) exportDir() string { return filepath.Join(s.cfg.Dir, "exports"
 
 // recover settles what a stopped process left behind.
 func (s *Service) recover(ctx context.Context) error {
-	if err := s.records.failInterrupted(ctx, s.d.Clock.Now()); err != nil {
+	var mine func(context.Context, string) (bool, error)
+	if s.cluster() != nil {
+		mine = s.mine
+	}
+	if err := s.records.failInterrupted(ctx, s.d.Clock.Now(), mine); err != nil {
 		return err
 	}
 	return s.sweep(ctx)
@@ -302,7 +328,13 @@ func (s *Service) sweep(ctx context.Context) error {
 			}
 			seen[id] = true
 			rec, err := s.records.byID(ctx, id)
-			if err != nil || rec.Status != StatusDeleted {
+			if err != nil {
+				continue
+			}
+			if rec.Status != StatusDeleted {
+				if dir == s.cfg.Dir {
+					s.adopt(ctx, id)
+				}
 				continue
 			}
 			if err := errors.Join(removeFiles(s.path(id)), os.RemoveAll(filepath.Join(s.exportDir(), id))); err != nil {
@@ -348,6 +380,10 @@ func (s *Service) Close() error {
 	s.stopOnce.Do(func() {
 		close(s.stop)
 		<-s.flushed
+		if stop := s.listenStop.Load(); stop != nil {
+			(*stop)()
+		}
+		s.bg.Wait()
 		err = s.open.closeAll()
 		s.exports.Wait()
 		err = errors.Join(err, s.Flush(context.Background()))

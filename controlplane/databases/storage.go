@@ -21,6 +21,9 @@ type storage struct {
 	changed map[string]bool
 	lists   map[string][]string // workspace -> ready databases
 	plans   map[string]cachedPlan
+	// remote marks sizes of databases other replicas own, as their owners
+	// recorded them; they are never written back.
+	remote map[string]bool
 }
 
 type cachedPlan struct {
@@ -29,7 +32,8 @@ type cachedPlan struct {
 }
 
 func newStorage() *storage {
-	return &storage{sizes: map[string]int64{}, changed: map[string]bool{}, lists: map[string][]string{}, plans: map[string]cachedPlan{}}
+	return &storage{sizes: map[string]int64{}, changed: map[string]bool{}, lists: map[string][]string{}, plans: map[string]cachedPlan{},
+		remote: map[string]bool{}}
 }
 
 // set records database id's size.
@@ -40,6 +44,7 @@ func (st *storage) set(id string, size int64) {
 }
 
 func (st *storage) setLocked(id string, size int64) {
+	delete(st.remote, id)
 	if old, ok := st.sizes[id]; !ok || old != size {
 		st.changed[id] = true
 	}
@@ -52,6 +57,23 @@ func (st *storage) size(id string) (int64, bool) {
 	defer st.mu.Unlock()
 	n, ok := st.sizes[id]
 	return n, ok
+}
+
+// localSize returns database id's size as measured by this node.
+func (st *storage) localSize(id string) (int64, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	n, ok := st.sizes[id]
+	return n, ok && !st.remote[id]
+}
+
+// setRemote records the size another replica recorded for a database it
+// owns.
+func (st *storage) setRemote(id string, size int64) {
+	st.mu.Lock()
+	st.sizes[id] = size
+	st.remote[id] = true
+	st.mu.Unlock()
 }
 
 // dirty returns the sizes that changed since the last call.
@@ -71,6 +93,7 @@ func (st *storage) forget(workspace, id string) {
 	st.mu.Lock()
 	delete(st.sizes, id)
 	delete(st.changed, id)
+	delete(st.remote, id)
 	delete(st.lists, workspace)
 	st.mu.Unlock()
 }
@@ -111,6 +134,9 @@ func (s *Service) allowance(ctx context.Context, workspace string) (int64, plans
 // usedStorage sums the sizes of the workspace's databases, measuring those
 // not measured since this process started, and returns their ids.
 func (s *Service) usedStorage(ctx context.Context, workspace string) ([]string, int64, error) {
+	if s.cluster() != nil {
+		return s.usedStorageShared(ctx, workspace)
+	}
 	st := s.storage
 	st.mu.Lock()
 	ids, ok := st.lists[workspace]

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Defaults of Bwrap's zero fields.
@@ -40,20 +41,45 @@ var roPaths = []string{
 	"/etc/mime.types", "/etc/os-release",
 }
 
+// Modes of Bwrap.Cgroups and Bwrap.Outbound.
+const (
+	// ModeAuto uses the feature when this machine offers it (the zero value).
+	ModeAuto = "auto"
+	// ModeOn requires it: Provision fails without it.
+	ModeOn = "on"
+	// ModeOff never uses it.
+	ModeOff = "off"
+)
+
+// Defaults of Bwrap's zero fields (continued).
+const (
+	// DefaultCPUMillis is one core.
+	DefaultCPUMillis = 1000
+	// networkTimeout bounds the start of an app's outbound network.
+	networkTimeout = 10 * time.Second
+)
+
 // Bwrap runs each program under bubblewrap (Debian package bubblewrap):
 //
 //   - its own user, pid, ipc, uts, cgroup and network namespaces; the
-//     network namespace holds only a loopback interface, so the program
-//     reaches neither the platform's listeners, nor other apps, nor the
-//     internet; the platform reaches its PORT by opening the connection
-//     inside that namespace (setns);
+//     network namespace holds a loopback interface and, with outbound
+//     network, a slirp4netns tap that reaches the internet but neither
+//     the host's loopback nor (unless AllowPrivateNetworks) private
+//     ranges, never the cloud metadata address; the platform reaches its
+//     PORT by opening the connection inside that namespace (setns);
 //   - a filesystem of read-only system directories (roPaths), a private
 //     /tmp, /proc and /dev, and its deployment directory at /app, the only
 //     writable place;
 //   - a uid of its own (UIDBase+n, one per running app) when the platform
 //     runs as root, so apps cannot signal or read each other;
-//   - limits through prlimit: data memory (MemoryBytes), processes and
-//     threads of its uid (Tasks), open files, no core dumps.
+//   - a seccomp filter refusing kernel-facing system calls (seccomp.go);
+//   - a cgroup of its own (cgroup v1 or v2, under the platform's own
+//     cgroup in platform-apps/) bounding CPU (CPUMillis), all its memory
+//     (MemoryBytes, no swap) and tasks; the program is born inside it.
+//     Without usable cgroups (Cgroups auto) memory falls back to
+//     RLIMIT_DATA and CPU is not bounded (Status says so);
+//   - limits through prlimit: processes and threads of its uid (Tasks),
+//     open files, no core dumps.
 //
 // It needs root (for setns into the app's network namespace and the uid
 // switch), bwrap and prlimit; Provision reports ErrUnavailable otherwise.
@@ -62,16 +88,25 @@ type Bwrap struct {
 	BwrapPath string `json:"bwrapPath,omitempty"`
 	// PrlimitPath is util-linux's prlimit; default found in PATH.
 	PrlimitPath string `json:"prlimitPath,omitempty"`
+	// Slirp4netnsPath is slirp4netns, for outbound network; default
+	// found in PATH.
+	Slirp4netnsPath string `json:"slirp4netnsPath,omitempty"`
 	// UIDBase and UIDCount give the range of uids (and gids) handed to
 	// apps, one per running program.
 	UIDBase  int `json:"uidBase,omitempty"`
 	UIDCount int `json:"uidCount,omitempty"`
-	// MemoryBytes bounds the program's memory through RLIMIT_DATA (heap and
-	// private writable mappings). RLIMIT_AS is not used: Go, Node and JVM
-	// runtimes reserve far more address space than they use and fail to
-	// start under it.
+	// MemoryBytes bounds the program's memory: all of it (anonymous, page
+	// cache, tmpfs, kernel memory charged to it; no swap) in its cgroup,
+	// or, without cgroups, RLIMIT_DATA (heap and private writable
+	// mappings; RLIMIT_AS is not used: Go, Node and JVM runtimes reserve
+	// far more address space than they use and fail to start under it).
 	MemoryBytes int64 `json:"memoryBytes,omitempty"`
-	// Tasks bounds processes and threads of the app's uid (RLIMIT_NPROC).
+	// CPUMillis bounds the program's CPU time, in thousandths of a core
+	// (1000: one core, 250: a quarter), through its cgroup's CPU
+	// bandwidth (quota per 100 ms period). Unbounded without cgroups.
+	CPUMillis int `json:"cpuMillis,omitempty"`
+	// Tasks bounds processes and threads (cgroup pids.max and
+	// RLIMIT_NPROC of the app's uid).
 	Tasks int `json:"tasks,omitempty"`
 	// TmpBytes is the size of the app's private /tmp (a tmpfs in memory).
 	TmpBytes int64 `json:"tmpBytes,omitempty"`
@@ -80,15 +115,60 @@ type Bwrap struct {
 	// Hide lists host directories to cover with an empty tmpfs should they
 	// lie under a bound path (the platform's data directory).
 	Hide []string `json:"hide,omitempty"`
+	// Cgroups is auto (""), on or off: whether limits use a cgroup per
+	// app.
+	Cgroups string `json:"cgroups,omitempty"`
+	// Outbound is auto (""; on when slirp4netns is installed), on or off:
+	// whether apps reach the internet.
+	Outbound string `json:"outbound,omitempty"`
+	// AllowPrivateNetworks lets apps reach private, shared and reserved
+	// ranges (the host's non-loopback addresses among them; tests and
+	// local development, --allow-private-networks). The host's loopback
+	// and link-local addresses (cloud metadata) stay out of reach.
+	AllowPrivateNetworks bool `json:"allowPrivateNetworks,omitempty"`
+	// NoSeccomp turns the seccomp filter off (debugging only).
+	NoSeccomp bool `json:"noSeccomp,omitempty"`
 
 	mu   sync.Mutex
 	used map[int]bool
+
+	cg          *cgroupHost // nil: prlimit only
+	cgWhy       error
+	outbound    bool
+	outboundWhy string
+	filter      []byte // nil: no seccomp
+}
+
+// Isolation says what a provisioned Bwrap enforces (for the startup log
+// and the README's table).
+type Isolation struct {
+	// Cgroups is v1 or v2, or "" when limits fall back to prlimit
+	// (RLIMIT_DATA for memory, no CPU bound); CgroupsWhy says why.
+	Cgroups    string `json:"cgroups"`
+	CgroupsWhy string `json:"cgroupsWhy,omitempty"`
+	// Outbound says whether apps reach the internet; OutboundWhy why not.
+	Outbound             bool   `json:"outbound"`
+	OutboundWhy          string `json:"outboundWhy,omitempty"`
+	AllowPrivateNetworks bool   `json:"allowPrivateNetworks"`
+	Seccomp              bool   `json:"seccomp"`
 }
 
 var _ Sandbox = (*Bwrap)(nil)
 
 // Name implements Sandbox.
 func (b *Bwrap) Name() string { return "bwrap" }
+
+// Status reports what Provision found and enabled.
+func (b *Bwrap) Status() Isolation {
+	st := Isolation{Outbound: b.outbound, OutboundWhy: b.outboundWhy,
+		AllowPrivateNetworks: b.AllowPrivateNetworks && b.outbound, Seccomp: b.filter != nil}
+	if b.cg != nil {
+		st.Cgroups = b.cg.version
+	} else if b.cgWhy != nil {
+		st.CgroupsWhy = b.cgWhy.Error()
+	}
+	return st
+}
 
 // Provision fills defaults and checks that the sandbox can run here.
 func (b *Bwrap) Provision() error {
@@ -101,6 +181,9 @@ func (b *Bwrap) Provision() error {
 	if b.MemoryBytes == 0 {
 		b.MemoryBytes = DefaultMemoryBytes
 	}
+	if b.CPUMillis == 0 {
+		b.CPUMillis = DefaultCPUMillis
+	}
 	if b.Tasks == 0 {
 		b.Tasks = DefaultTasks
 	}
@@ -112,6 +195,16 @@ func (b *Bwrap) Provision() error {
 	}
 	if b.UIDBase < 1000 || b.UIDCount < 1 || b.MemoryBytes < 16<<20 || b.Tasks < 1 || b.OpenFiles < 16 || b.TmpBytes < 0 {
 		return fmt.Errorf("sandbox: bwrap: uid base must be at least 1000, memory at least 16 MiB, tasks and open files positive")
+	}
+	if b.CPUMillis < 10 || b.CPUMillis > 1_000_000 {
+		return fmt.Errorf("sandbox: bwrap: cpu millis %d is not between 10 (1%% of a core) and 1000000", b.CPUMillis)
+	}
+	for _, m := range []struct{ name, v string }{{"cgroups", b.Cgroups}, {"outbound", b.Outbound}} {
+		switch m.v {
+		case "", ModeAuto, ModeOn, ModeOff:
+		default:
+			return fmt.Errorf("sandbox: bwrap: %s %q is not auto, on or off", m.name, m.v)
+		}
 	}
 	for _, t := range []struct {
 		path *string
@@ -128,6 +221,47 @@ func (b *Bwrap) Provision() error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%w: bwrap isolation needs root (to enter the app's network namespace and switch uid)", ErrUnavailable)
 	}
+	if !b.NoSeccomp {
+		f, err := seccompFilter()
+		if err != nil {
+			return err
+		}
+		b.filter = f
+	}
+	b.cg, b.cgWhy = nil, nil
+	if b.Cgroups == ModeOff {
+		b.cgWhy = errors.New("sandbox: cgroups turned off")
+	} else if h, err := systemCgroups(); err != nil {
+		if b.Cgroups == ModeOn {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		b.cgWhy = err
+	} else {
+		b.cg = h
+	}
+	b.outbound, b.outboundWhy = false, ""
+	switch {
+	case b.Outbound == ModeOff:
+		b.outboundWhy = "turned off"
+	default:
+		why := ""
+		if b.Slirp4netnsPath == "" {
+			if p, err := exec.LookPath("slirp4netns"); err == nil {
+				b.Slirp4netnsPath = p
+			} else {
+				why = "slirp4netns not found (apt-get install slirp4netns)"
+			}
+		}
+		if why == "" {
+			if _, err := os.Stat("/dev/net/tun"); err != nil {
+				why = "no /dev/net/tun"
+			}
+		}
+		if why != "" && b.Outbound == ModeOn {
+			return fmt.Errorf("%w: outbound network: %s", ErrUnavailable, why)
+		}
+		b.outbound, b.outboundWhy = why == "", why
+	}
 	return nil
 }
 
@@ -138,7 +272,14 @@ func (b *Bwrap) Prepare(app App) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	release := func() { b.freeUID(uid) }
+	var undo []func() // run in reverse on failure, and by Release
+	release := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+		undo = nil
+	}
+	undo = append(undo, func() { b.freeUID(uid) })
 	if err := reachable(app.Dir); err != nil {
 		release()
 		return nil, err
@@ -147,10 +288,51 @@ func (b *Bwrap) Prepare(app App) (*Prepared, error) {
 		release()
 		return nil, err
 	}
-	args := []string{
-		"--data=" + strconv.FormatInt(b.MemoryBytes, 10),
-		"--nproc=" + strconv.Itoa(b.Tasks),
-		"--nofile=" + strconv.Itoa(b.OpenFiles),
+	var cg *cgroup
+	if b.cg != nil {
+		cg, err = b.cg.create(cgroupName(app.ID), cgroupLimits{CPUMillis: b.CPUMillis, MemoryBytes: b.MemoryBytes, Tasks: b.Tasks})
+		if err != nil {
+			release()
+			return nil, err
+		}
+		undo = append(undo, cg.remove)
+	}
+	// Files handed to bwrap: fd 3 onwards, in this order.
+	var extra, closeAfterStart []*os.File
+	fdOf := func(f *os.File) string {
+		extra = append(extra, f)
+		return strconv.Itoa(2 + len(extra))
+	}
+	// pipeWith returns the read end of a pipe holding data (small: it
+	// fits the pipe's buffer).
+	pipeWith := func(data []byte) (*os.File, error) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: pipe: %w", err)
+		}
+		_, err = w.Write(data)
+		w.Close()
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("sandbox: pipe: %w", err)
+		}
+		closeAfterStart = append(closeAfterStart, r)
+		undo = append(undo, func() { r.Close() })
+		return r, nil
+	}
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("sandbox: info pipe: %w", err)
+	}
+	undo = append(undo, func() { infoW.Close(); infoR.Close() })
+	args := []string{}
+	if cg == nil {
+		args = append(args, "--data="+strconv.FormatInt(b.MemoryBytes, 10))
+	}
+	args = append(args,
+		"--nproc="+strconv.Itoa(b.Tasks),
+		"--nofile="+strconv.Itoa(b.OpenFiles),
 		"--core=0",
 		"--", b.BwrapPath,
 		"--unshare-all", "--die-with-parent", "--new-session",
@@ -158,8 +340,38 @@ func (b *Bwrap) Prepare(app App) (*Prepared, error) {
 		"--hostname", "app",
 		"--proc", "/proc", "--dev", "/dev",
 		"--size", strconv.FormatInt(b.TmpBytes, 10), "--tmpfs", "/tmp",
+		"--info-fd", fdOf(infoW),
+	)
+	var blockW *os.File
+	if b.outbound {
+		r, w, err := os.Pipe()
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("sandbox: block pipe: %w", err)
+		}
+		blockW = w
+		closeAfterStart = append(closeAfterStart, r)
+		undo = append(undo, func() { r.Close(); w.Close() })
+		args = append(args, "--block-fd", fdOf(r))
+		rc, err := pipeWith([]byte(resolvConf))
+		if err != nil {
+			release()
+			return nil, err
+		}
+		args = append(args, "--ro-bind-data", fdOf(rc), "/etc/resolv.conf")
+	}
+	if b.filter != nil {
+		f, err := pipeWith(b.filter)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		args = append(args, "--seccomp", fdOf(f))
 	}
 	for _, p := range roPaths {
+		if b.outbound && p == "/etc/resolv.conf" {
+			continue
+		}
 		fi, err := os.Lstat(p)
 		switch {
 		case err != nil:
@@ -177,7 +389,7 @@ func (b *Bwrap) Prepare(app App) (*Prepared, error) {
 	for _, h := range b.Hide {
 		args = append(args, "--tmpfs", h)
 	}
-	args = append(args, "--bind", app.Dir, "/app", "--chdir", "/app", "--info-fd", "3", "--")
+	args = append(args, "--bind", app.Dir, "/app", "--chdir", "/app", "--")
 	argv0 := app.Argv[0]
 	if !filepath.IsAbs(argv0) && filepath.Base(argv0) != argv0 {
 		if !filepath.IsLocal(argv0) {
@@ -195,29 +407,46 @@ func (b *Bwrap) Prepare(app App) (*Prepared, error) {
 		p.Port = AppPort
 		env = append(env[:len(env):len(env)], "PORT="+strconv.Itoa(AppPort))
 	}
-	infoR, infoW, err := os.Pipe()
-	if err != nil {
-		release()
-		return nil, fmt.Errorf("sandbox: info pipe: %w", err)
-	}
 	cmd := exec.Command(b.PrlimitPath, args...)
 	cmd.Dir = "/"
 	cmd.Env = env
-	cmd.ExtraFiles = []*os.File{infoW}
+	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid:    true,
 		Pdeathsig:  syscall.SIGKILL,
 		Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}},
 	}
 	p.Cmd = cmd
+	startIn := func(c *exec.Cmd) error {
+		if cg != nil {
+			return cg.start(c)
+		}
+		return c.Start()
+	}
+	p.Start = func() error {
+		err := startIn(cmd)
+		for _, f := range closeAfterStart {
+			f.Close()
+		}
+		return err
+	}
+	if cg != nil {
+		p.Stats = cg.stats
+		p.ExitNote = func() string {
+			if cg.stats().OOMKills > 0 {
+				return fmt.Sprintf("out of memory: killed by the kernel at its memory limit of %d MiB", b.MemoryBytes>>20)
+			}
+			return ""
+		}
+	}
 
 	var (
 		nsMu sync.RWMutex // held for reading while a dial uses ns
 		ns   *os.File
+		nw   *slirp
 	)
 	p.Started = func() error {
 		infoW.Close()
-		defer infoR.Close()
 		var info struct {
 			ChildPID int `json:"child-pid"`
 		}
@@ -231,7 +460,28 @@ func (b *Bwrap) Prepare(app App) (*Prepared, error) {
 		nsMu.Lock()
 		ns = f
 		nsMu.Unlock()
-		return nil
+		if blockW == nil {
+			return nil
+		}
+		// The app is held (bwrap --block-fd) until its network is up
+		// and fenced.
+		if err := awaitLoopback(f, networkTimeout); err != nil {
+			return err
+		}
+		if err := prohibitRoutes(f, blockedRanges(b.AllowPrivateNetworks)); err != nil {
+			return err
+		}
+		s, err := startSlirp(b.Slirp4netnsPath, f, networkTimeout, startIn)
+		if err != nil {
+			return err
+		}
+		nsMu.Lock()
+		nw = s
+		nsMu.Unlock()
+		if _, err := blockW.Write([]byte{1}); err != nil {
+			return fmt.Errorf("sandbox: release the app: %w", err)
+		}
+		return blockW.Close()
 	}
 	p.Dial = func(ctx context.Context) (net.Conn, error) {
 		nsMu.RLock()
@@ -241,16 +491,21 @@ func (b *Bwrap) Prepare(app App) (*Prepared, error) {
 		}
 		return dialInNamespace(ctx, ns, net.JoinHostPort("127.0.0.1", strconv.Itoa(AppPort)))
 	}
+	var once sync.Once
 	p.Release = func() {
-		infoW.Close()
-		infoR.Close()
-		nsMu.Lock()
-		if ns != nil {
-			ns.Close()
-			ns = nil
-		}
-		nsMu.Unlock()
-		release()
+		once.Do(func() {
+			nsMu.Lock()
+			if nw != nil {
+				nw.stop()
+				nw = nil
+			}
+			if ns != nil {
+				ns.Close()
+				ns = nil
+			}
+			nsMu.Unlock()
+			release()
+		})
 	}
 	return p, nil
 }

@@ -10,37 +10,43 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dialInNamespace connects to addr from inside the network namespace ns.
-// The socket is created on a thread locked into ns and keeps that
-// namespace after the thread switches back; should switching back fail,
-// the thread stays locked and Go discards it when the goroutine ends.
-func dialInNamespace(ctx context.Context, ns *os.File, addr string) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan result, 1)
+// inNamespace runs fn on a thread locked into the network namespace ns.
+// Sockets fn creates keep that namespace after the thread switches back;
+// should switching back fail, the thread stays locked and Go discards it
+// when the goroutine ends.
+func inNamespace(ns *os.File, fn func() error) error {
+	ch := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		self, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
 		if err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{nil, fmt.Errorf("sandbox: own network namespace: %w", err)}
+			ch <- fmt.Errorf("sandbox: own network namespace: %w", err)
 			return
 		}
 		defer self.Close()
 		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{nil, fmt.Errorf("sandbox: enter the app's network namespace: %w", err)}
+			ch <- fmt.Errorf("sandbox: enter the app's network namespace: %w", err)
 			return
 		}
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", addr)
+		err = fn()
 		if unix.Setns(int(self.Fd()), unix.CLONE_NEWNET) == nil {
 			runtime.UnlockOSThread()
 		}
-		ch <- result{c, err}
+		ch <- err
 	}()
-	r := <-ch
-	return r.c, r.err
+	return <-ch
+}
+
+// dialInNamespace connects to addr from inside the network namespace ns.
+func dialInNamespace(ctx context.Context, ns *os.File, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := inNamespace(ns, func() error {
+		var d net.Dialer
+		var err error
+		c, err = d.DialContext(ctx, "tcp", addr)
+		return err
+	})
+	return c, err
 }

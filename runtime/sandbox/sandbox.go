@@ -2,8 +2,9 @@
 // server app or a worker program) and the dialer that reaches the port it
 // listens on: None runs it as a plain child process (development, tests),
 // Bwrap runs it under bubblewrap with its own unprivileged uid, private
-// namespaces (no network but its own loopback), only its own directory
-// writable and resource limits. See runtime/README.md for what each does
+// namespaces (outbound network only, through slirp4netns, or none), only
+// its own directory writable, a seccomp filter, and CPU and memory limits
+// in a cgroup of its own. See runtime/README.md for what each does
 // and does not protect against.
 package sandbox
 
@@ -45,9 +46,19 @@ type Prepared struct {
 	Started func() error
 	// Dial connects to the program's port (from the host's side).
 	Dial func(ctx context.Context) (net.Conn, error)
-	// Release frees what Prepare took (uid, namespace handles); call it after
-	// the process has exited.
+	// Release frees what Prepare took (uid, namespace handles, cgroup,
+	// network helper); call it after the process has exited.
 	Release func()
+	// Start starts Cmd when the sandbox must do it itself (e.g. to have
+	// the process born inside its cgroup); nil: Cmd.Start.
+	Start func() error
+	// ExitNote explains an exit the exit status does not (e.g. "killed at
+	// its memory limit"), read after the process exited and before
+	// Release; nil or "" when there is nothing to add.
+	ExitNote func() string
+	// Stats reads the resource counters of the program's cgroup; nil when
+	// it runs in none.
+	Stats func() CgroupStats
 }
 
 // Sandbox prepares programs to run.

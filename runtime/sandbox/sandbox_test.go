@@ -1,8 +1,11 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -15,6 +18,9 @@ func TestBwrapProvisionRefuses(t *testing.T) {
 		{"memory below 16 MiB", &Bwrap{MemoryBytes: 1 << 20}},
 		{"too few open files", &Bwrap{OpenFiles: 3}},
 		{"missing bwrap", &Bwrap{BwrapPath: "", PrlimitPath: "/nonexistent"}},
+		{"cpu below 1% of a core", &Bwrap{CPUMillis: 9}},
+		{"unknown cgroups mode", &Bwrap{Cgroups: "v3"}},
+		{"unknown outbound mode", &Bwrap{Outbound: "maybe"}},
 	}
 	t.Setenv("PATH", "/nonexistent")
 	for _, tc := range tests {
@@ -55,5 +61,27 @@ func TestReachable(t *testing.T) {
 func TestNoneRefusesEscapingCommand(t *testing.T) {
 	if _, err := (None{}).Prepare(App{ID: "d", Dir: t.TempDir(), Argv: []string{"../x"}}); err == nil {
 		t.Fatal("a command outside the directory was accepted")
+	}
+}
+
+// TestBwrapOutboundRequired: Outbound "on" without slirp4netns is refused,
+// "auto" runs without network and says why.
+func TestBwrapOutboundRequired(t *testing.T) {
+	bwrap, err1 := exec.LookPath("bwrap")
+	prlimit, err2 := exec.LookPath("prlimit")
+	if err1 != nil || err2 != nil || os.Geteuid() != 0 {
+		need(t, "needs root, bwrap and prlimit (apt-get install bubblewrap util-linux)")
+	}
+	t.Setenv("PATH", "/nonexistent")
+	on := &Bwrap{BwrapPath: bwrap, PrlimitPath: prlimit, Outbound: ModeOn}
+	if err := on.Provision(); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "slirp4netns") {
+		t.Fatalf("on: %v", err)
+	}
+	auto := &Bwrap{BwrapPath: bwrap, PrlimitPath: prlimit}
+	if err := auto.Provision(); err != nil {
+		t.Fatal(err)
+	}
+	if st := auto.Status(); st.Outbound || !strings.Contains(st.OutboundWhy, "apt-get install slirp4netns") {
+		t.Fatalf("auto: %+v", st)
 	}
 }

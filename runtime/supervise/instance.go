@@ -191,7 +191,11 @@ func (i *instance) start() (*proc, error) {
 	cmd := prep.Cmd
 	cmd.Stdout, cmd.Stderr = i.stdout, i.stderr
 	cmd.WaitDelay = i.s.cfg.StopGrace
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if prep.Start != nil {
+		start = prep.Start
+	}
+	if err := start(); err != nil {
 		prep.Release()
 		return nil, fmt.Errorf("start failed: %v", err)
 	}
@@ -201,6 +205,11 @@ func (i *instance) start() (*proc, error) {
 		i.stdout.flush()
 		i.stderr.flush()
 		p.why = describeExit(err)
+		if prep.ExitNote != nil {
+			if note := prep.ExitNote(); note != "" {
+				p.why += " (" + note + ")"
+			}
+		}
 		close(p.exited)
 	}()
 	if prep.Started != nil {

@@ -10,7 +10,9 @@ import (
 
 func TestCall(t *testing.T) {
 	mod := exampleModule(t)
-	h := newHost(t, Config{Timeout: 2 * time.Second, MemoryLimitBytes: 64 << 20, MaxRequestBytes: 1 << 10})
+	// The time limit is tested elsewhere; here it only bounds a call, with
+	// room for a loaded machine under -race.
+	h := newHost(t, Config{Timeout: 20 * time.Second, MemoryLimitBytes: 64 << 20, MaxRequestBytes: 1 << 10})
 	ctx := context.Background()
 	if err := h.Load(ctx, Deployment{ID: "dpl_1", Project: "prj_1", Module: mod,
 		Env: map[string]string{"API_TOKEN": "s3cret", "SERVICE_PROJECT_ID": "prj_forged", "PATH_INFO": "/forged"}}); err != nil {

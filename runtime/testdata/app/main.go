@@ -6,11 +6,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +23,10 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
 		worker()
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "burn" {
+		burn()
 		return
 	}
 	mux := http.NewServeMux()
@@ -64,6 +72,14 @@ func main() {
 		c.Close()
 		fmt.Fprint(w, "connected")
 	})
+	mux.HandleFunc("/resolve", func(w http.ResponseWriter, r *http.Request) {
+		addrs, err := net.LookupHost(r.URL.Query().Get("name"))
+		if err != nil {
+			http.Error(w, "refused: "+err.Error(), http.StatusForbidden)
+			return
+		}
+		fmt.Fprint(w, strings.Join(addrs, " "))
+	})
 	mux.HandleFunc("/id", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "uid=%d pid=%d", os.Getuid(), os.Getpid())
 	})
@@ -73,6 +89,9 @@ func main() {
 			b[i] = 1
 		}
 		fmt.Fprint(w, len(b))
+	})
+	mux.HandleFunc("/syscall", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, trySyscall(r.URL.Query().Get("name")))
 	})
 	fmt.Println("listening on", os.Getenv("PORT"))
 	srv := &http.Server{Addr: "127.0.0.1:" + os.Getenv("PORT"), Handler: mux}
@@ -95,4 +114,55 @@ func worker() {
 	signal.Notify(ch, syscall.SIGTERM)
 	<-ch
 	fmt.Println("worker stopping")
+}
+
+// burn is a worker that keeps every CPU it may use busy (the CPU limit
+// tests).
+func burn() {
+	fmt.Println("burning")
+	for i := 0; i < runtime.NumCPU(); i++ {
+		go func() {
+			x := 0
+			for {
+				x++
+			}
+		}()
+	}
+	select {}
+}
+
+// trySyscall makes one system call the sandbox's seccomp filter refuses
+// (or, for "exec", one it allows) and says "ok" or the error number.
+func trySyscall(name string) string {
+	var err error
+	switch name {
+	case "ptrace":
+		// PTRACE_ATTACH to a pid that does not exist: ESRCH when
+		// allowed, EPERM when filtered.
+		_, _, e := syscall.RawSyscall(syscall.SYS_PTRACE, syscall.PTRACE_ATTACH, 999999, 0)
+		if e != 0 {
+			err = e
+		}
+	case "mount":
+		err = syscall.Mount("none", "/tmp", "tmpfs", 0, "")
+	case "unshare":
+		err = syscall.Unshare(syscall.CLONE_NEWUSER)
+	case "clone-newuser":
+		cmd := exec.Command("/bin/true")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+		err = cmd.Run()
+	case "exec":
+		err = exec.Command("/bin/true").Run()
+	default:
+		return "unknown"
+	}
+	var errno syscall.Errno
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.As(err, &errno):
+		return "errno " + strconv.Itoa(int(errno))
+	default:
+		return "error " + err.Error()
+	}
 }
