@@ -11,6 +11,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/billing"
 	"github.com/svcplatform/platform/controlplane/cdn"
+	"github.com/svcplatform/platform/controlplane/certs"
 	"github.com/svcplatform/platform/controlplane/databases"
 	"github.com/svcplatform/platform/controlplane/deploys"
 	"github.com/svcplatform/platform/controlplane/edgesync"
@@ -155,5 +156,6 @@ func (cp *ControlPlane) routeTable() []api.Route {
 	table = append(table, agents.Routes(agents.Handlers{S: cp.agents})...)
 	table = append(table, vectors.Routes(vectors.Handlers{S: cp.vectors})...)
 	table = append(table, media.Routes(media.Handlers{S: cp.media})...)
+	table = append(table, certs.Routes(certs.Handlers{S: cp.certs})...)
 	return table
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/billing"
 	"github.com/svcplatform/platform/controlplane/blobs"
 	"github.com/svcplatform/platform/controlplane/cdn"
+	"github.com/svcplatform/platform/controlplane/certs"
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/databases"
 	"github.com/svcplatform/platform/controlplane/deploys"
@@ -200,6 +201,7 @@ type ControlPlane struct {
 	Bootstrap accounts.Bootstrap
 	blobs     blobs.Backend
 	edgeSync  *edgesync.Service
+	certs     *certs.Service
 	repos     *repos.Service
 	cdn       *cdn.Service
 	deploys   *deploys.Service
@@ -372,6 +374,13 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		return nil, err
 	}
 	cp.Projects.AddDependent(cp.edgeSync.Dependent())
+	// Certificates every edge serves alike: the installation's CA (an
+	// existing DATA/ca adopted), the hosts' certificates it signs, and
+	// ACME's account, certificates and challenges, sealed.
+	if cp.certs, err = certs.New(ctx, certs.Deps{DB: cp.DB, Sealer: cp.Sealer, Clock: clk, Log: log,
+		Sites: cp.edgeSync, ImportCADir: filepath.Join(cfg.DataDir, "ca")}); err != nil {
+		return nil, err
+	}
 	cp.repos = repos.New(cp.DB, cp.blobs, clk, cp.Audit)
 	cp.cdn = cdn.New(cp.DB, clk, cp.Audit, cp.edgeSync)
 	// The runtime is closed after deploys (closers run in reverse order).

@@ -2,6 +2,8 @@ package edge
 
 import (
 	"bytes"
+	"context"
+	"net/http"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
@@ -14,7 +16,13 @@ import (
 // host gets a plain 404.
 func (e *Edge) serveHTTP(ctx *fasthttp.RequestCtx) {
 	if e.acme != nil && bytes.HasPrefix(ctx.Path(), []byte(acmeChallengePrefix)) {
-		fasthttpadaptor.NewFastHTTPHandler(e.acme.HTTPHandler(nil))(ctx)
+		// autocert's handler derives a context from the request, here
+		// fasthttp's RequestCtx, which races with fasthttp's Shutdown: the
+		// challenge is answered under a context of its own instead.
+		h := e.acme.HTTPHandler(nil)
+		fasthttpadaptor.NewFastHTTPHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r.WithContext(context.WithoutCancel(r.Context())))
+		}))(ctx)
 		return
 	}
 	var buf [256]byte

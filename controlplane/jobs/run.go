@@ -26,11 +26,11 @@ type claimed struct {
 func (r *Runner) claim(ctx context.Context, limit int) ([]claimed, error) {
 	kinds := r.kindNames()
 	var out []claimed
-	err := r.db.Tx(ctx, func(tx *sql.Tx) error {
+	err := r.claimTx(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
 		now := r.clk.Now()
 		ts := store.FormatTime(now)
-		cands, err := claimable(ctx, tx, kinds, ts, limit)
+		cands, err := claimable(ctx, tx, r.db.Dialect(), kinds, ts, limit)
 		if err != nil {
 			return err
 		}
@@ -72,6 +72,56 @@ func (r *Runner) claim(ctx context.Context, limit int) ([]claimed, error) {
 		return nil, fmt.Errorf("jobs: claim: %w", err)
 	}
 	return out, nil
+}
+
+// claimTx runs a claim. On SQLite it is an ordinary (IMMEDIATE) Tx: the
+// claim is alone in the database. On PostgreSQL it is READ COMMITTED: the
+// candidates are locked with FOR UPDATE SKIP LOCKED, so runners on several
+// replicas each take different due jobs at once instead of queueing on the
+// same rows, and every lease UPDATE re-checks dueCond on the row it holds
+// locked. SERIALIZABLE would make concurrent claims abort each other (the
+// candidate SELECTs read overlapping ranges that the others write) without
+// adding anything the row locks do not already give.
+func (r *Runner) claimTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+	if r.db.Dialect() != store.Postgres {
+		return r.db.Tx(ctx, fn)
+	}
+	if r.db.OnTx != nil {
+		start := time.Now()
+		defer func() { r.db.OnTx(time.Since(start), err) }()
+	}
+	for attempt := 1; ; attempt++ {
+		err = readCommitted(ctx, r.db, fn)
+		// A deadlock cannot arise from SKIP LOCKED alone, but a lease
+		// UPDATE may meet a finishing runner's row: run the claim again.
+		if !store.IsRetryable(err) || attempt == store.MaxTxAttempts {
+			return err
+		}
+	}
+}
+
+// readCommitted runs fn in one READ COMMITTED transaction on db.
+func readCommitted(ctx context.Context, db *store.DB, fn func(tx *sql.Tx) error) (err error) {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			tx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	if err = tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
 }
 
 // call runs h, turning a panic into an error.

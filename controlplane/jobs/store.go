@@ -58,8 +58,10 @@ func getJob(ctx context.Context, q store.Querier, id string) (Info, error) {
 // with an expired lease (its runner is gone).
 const dueCond = `((state = 'queued' AND run_at <= ?) OR (state = 'running' AND lease_until < ?))`
 
-// claimable lists up to limit due jobs of the given kinds, oldest first.
-func claimable(ctx context.Context, tx *sql.Tx, kinds []string, now string, limit int) ([]Info, error) {
+// claimable lists up to limit due jobs of the given kinds, oldest first. On
+// PostgreSQL it locks them (FOR UPDATE) and passes over rows another
+// runner's claim holds (SKIP LOCKED): concurrent claims get disjoint jobs.
+func claimable(ctx context.Context, tx *sql.Tx, d store.Dialect, kinds []string, now string, limit int) ([]Info, error) {
 	if len(kinds) == 0 || limit <= 0 {
 		return nil, nil
 	}
@@ -70,7 +72,7 @@ func claimable(ctx context.Context, tx *sql.Tx, kinds []string, now string, limi
 	args = append(args, now, now, limit)
 	rows, err := tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs
 		WHERE kind IN (?`+strings.Repeat(",?", len(kinds)-1)+`) AND `+dueCond+`
-		ORDER BY run_at, created_at, id LIMIT ?`, args...)
+		ORDER BY run_at, created_at, id LIMIT ?`+lockClause(d), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +86,16 @@ func claimable(ctx context.Context, tx *sql.Tx, kinds []string, now string, limi
 		out = append(out, in)
 	}
 	return out, rows.Err()
+}
+
+// lockClause ends the candidate SELECT: on PostgreSQL the rows are locked
+// and rows locked by another claim skipped; SQLite's claim already holds
+// the database's write lock.
+func lockClause(d store.Dialect) string {
+	if d == store.Postgres {
+		return ` FOR UPDATE SKIP LOCKED`
+	}
+	return ""
 }
 
 // lease takes job id for owner until leaseUntil, as attempt+1, provided it

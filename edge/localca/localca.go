@@ -7,6 +7,12 @@
 // Host certificates are ECDSA P-256, valid 90 days, kept in memory and
 // re-signed when they have less than 30 days left. The CA is valid 10 years
 // and its key never leaves DIR (mode 0600).
+//
+// The control plane keeps one such CA per installation (controlplane/certs,
+// sealed in its store, built with Create, Parse and Sign); edges that pull
+// from it get their host certificates there and hold only the CA's
+// certificate (FromCertPEM). Open stays for an edge without a control plane
+// that issues certificates.
 package localca
 
 import (
@@ -58,6 +64,10 @@ type CA struct {
 	cache map[string]*tls.Certificate
 }
 
+// ErrNoKey is returned by Sign on a CA made by FromCertPEM, which holds the
+// certificate only.
+var ErrNoKey = errors.New("localca: the CA's key is not here")
+
 // Open loads the CA from dir, creating it when absent, for hosts under domain.
 func Open(dir, domain string) (*CA, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -79,19 +89,65 @@ func Open(dir, domain string) (*CA, error) {
 	} else if err1 != nil || err2 != nil {
 		return nil, fmt.Errorf("localca: read %s: %w", dir, errors.Join(err1, err2))
 	}
-	ca := &CA{CertPath: certPath, certPEM: certPEM, domain: strings.ToLower(strings.Trim(domain, ".")), now: time.Now, cache: map[string]*tls.Certificate{}}
-	cb, _ := pem.Decode(certPEM)
+	ca, err := Parse(certPEM, keyPEM, domain)
+	if err != nil {
+		return nil, fmt.Errorf("localca: %s: %w", dir, err)
+	}
+	ca.CertPath = certPath
+	return ca, nil
+}
+
+// ReadDir reads the CA files of dir (as Open writes them) without creating
+// anything; the error wraps os.ErrNotExist when dir holds no CA.
+func ReadDir(dir string) (certPEM, keyPEM []byte, err error) {
+	certPEM, err1 := os.ReadFile(filepath.Join(dir, "ca.pem"))
+	keyPEM, err2 := os.ReadFile(filepath.Join(dir, "ca.key"))
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, nil, fmt.Errorf("localca: read %s: %w", dir, err)
+	}
+	return certPEM, keyPEM, nil
+}
+
+// Create makes a new CA: its certificate and EC private key in PEM.
+func Create() (certPEM, keyPEM []byte, err error) { return create() }
+
+// Parse builds a CA for hosts under domain from its certificate and key in
+// PEM (as Create makes them). CertPath is empty.
+func Parse(certPEM, keyPEM []byte, domain string) (*CA, error) {
+	ca, err := FromCertPEM(certPEM, domain)
+	if err != nil {
+		return nil, err
+	}
 	kb, _ := pem.Decode(keyPEM)
-	if cb == nil || kb == nil {
-		return nil, fmt.Errorf("localca: %s holds no PEM certificate and key", dir)
+	if kb == nil || kb.Type != "EC PRIVATE KEY" {
+		return nil, errors.New("localca: no PEM EC private key")
 	}
-	if ca.cert, err1 = x509.ParseCertificate(cb.Bytes); err1 != nil {
-		return nil, fmt.Errorf("localca: ca.pem: %w", err1)
+	if ca.key, err = x509.ParseECPrivateKey(kb.Bytes); err != nil {
+		return nil, fmt.Errorf("localca: key: %w", err)
 	}
-	if ca.key, err1 = x509.ParseECPrivateKey(kb.Bytes); err1 != nil {
-		return nil, fmt.Errorf("localca: ca.key: %w", err1)
+	if !ca.key.PublicKey.Equal(ca.cert.PublicKey) {
+		return nil, errors.New("localca: the key does not match the certificate")
 	}
 	return ca, nil
+}
+
+// FromCertPEM builds a CA that holds the certificate only: it verifies
+// (Pool, CertPEM) but does not sign. An edge that gets its host
+// certificates from the control plane describes the installation's CA so.
+func FromCertPEM(certPEM []byte, domain string) (*CA, error) {
+	cb, _ := pem.Decode(certPEM)
+	if cb == nil || cb.Type != "CERTIFICATE" {
+		return nil, errors.New("localca: no PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("localca: certificate: %w", err)
+	}
+	if !cert.IsCA {
+		return nil, errors.New("localca: the certificate is not a CA's")
+	}
+	return &CA{cert: cert, certPEM: certPEM, domain: strings.ToLower(strings.Trim(domain, ".")), now: time.Now,
+		cache: map[string]*tls.Certificate{}}, nil
 }
 
 func writeFile(path string, data []byte, mode os.FileMode) error {
@@ -184,7 +240,48 @@ func (ca *CA) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, erro
 	return c, nil
 }
 
+// Sign signs a new host certificate for host (a DNS name, a wildcard
+// "*.name", which then names "name" too, or an IP address) valid from now
+// for LeafLifetime, whatever the apps domain: the caller decides which
+// hosts may have one. The chain holds the leaf and the CA.
+func (ca *CA) Sign(host string, now time.Time) (*tls.Certificate, error) {
+	return ca.sign(strings.ToLower(strings.TrimSuffix(host, ".")), now)
+}
+
+// EncodePEM returns c's chain and private key in PEM, as Decode reads them.
+func EncodePEM(c *tls.Certificate) (chainPEM, keyPEM []byte, err error) {
+	for _, der := range c.Certificate {
+		chainPEM = append(chainPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	k, ok := c.PrivateKey.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, nil, errors.New("localca: not an ECDSA key")
+	}
+	kder, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		return nil, nil, fmt.Errorf("localca: %w", err)
+	}
+	return chainPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), nil
+}
+
+// Decode parses a chain and key in PEM into a certificate with Leaf set.
+func Decode(chainPEM, keyPEM []byte) (*tls.Certificate, error) {
+	c, err := tls.X509KeyPair(chainPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("localca: %w", err)
+	}
+	if c.Leaf == nil {
+		if c.Leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
+			return nil, fmt.Errorf("localca: %w", err)
+		}
+	}
+	return &c, nil
+}
+
 func (ca *CA) sign(host string, now time.Time) (*tls.Certificate, error) {
+	if ca.key == nil {
+		return nil, ErrNoKey
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("localca: %w", err)
@@ -199,6 +296,8 @@ func (ca *CA) sign(host string, now time.Time) (*tls.Certificate, error) {
 	}
 	if ip := net.ParseIP(host); ip != nil {
 		tmpl.IPAddresses = []net.IP{ip}
+	} else if base, ok := strings.CutPrefix(host, "*."); ok {
+		tmpl.DNSNames = []string{host, base} // a wildcard names its base too
 	} else {
 		tmpl.DNSNames = []string{host}
 	}

@@ -1,6 +1,7 @@
 package localca
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -73,5 +74,70 @@ func TestRenewal(t *testing.T) {
 	c3, _ := ca.GetCertificate(hello)
 	if c3 == c1 || !c3.Leaf.NotAfter.After(c1.Leaf.NotAfter) {
 		t.Fatal("certificate near expiry not renewed")
+	}
+}
+
+// TestInstallationCA covers what the control plane builds on: a CA made by
+// Create and read back by Parse signs any host; one from FromCertPEM
+// verifies but does not sign; a key of another CA is refused.
+func TestInstallationCA(t *testing.T) {
+	certPEM, keyPEM, err := Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := Parse(certPEM, keyPEM, "apps.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	c, err := ca.Sign("Blog.Example.COM.", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, key, err := EncodePEM(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(chain, key)
+	if err != nil || back.Leaf == nil || !back.Leaf.Equal(c.Leaf) || len(back.Certificate) != 2 {
+		t.Fatalf("Decode: %v", err)
+	}
+	pub, err := FromCertPEM(certPEM, "apps.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := back.Leaf.Verify(x509.VerifyOptions{DNSName: "blog.example.com", Roots: pub.Pool()}); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if _, err := pub.Sign("a.apps.test", now); !errors.Is(err, ErrNoKey) {
+		t.Fatalf("certificate-only CA signed: %v", err)
+	}
+	_, otherKey, _ := Create()
+	for _, tc := range []struct {
+		name      string
+		cert, key []byte
+	}{
+		{"key of another CA", certPEM, otherKey},
+		{"no key", certPEM, nil},
+		{"no certificate", nil, keyPEM},
+		{"leaf, not a CA", chain, key},
+		{"key as certificate", keyPEM, keyPEM},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Parse(tc.cert, tc.key, "apps.test"); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+	dir := t.TempDir()
+	if _, _, err := ReadDir(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("ReadDir of an empty directory: %v", err)
+	}
+	opened, err := Open(dir, "apps.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2, k2, err := ReadDir(dir); err != nil || !bytes.Equal(c2, opened.CertPEM()) || len(k2) == 0 {
+		t.Fatalf("ReadDir: %v", err)
 	}
 }

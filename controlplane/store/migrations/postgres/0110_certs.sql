@@ -1,0 +1,27 @@
+-- PostgreSQL twin of ../0110_certs.sql: the same tables, columns and names.
+
+-- Certificates shared by every edge (controlplane/certs): the
+-- installation's local CA (one row, its key sealed), the host certificates
+-- it signed (keys sealed), and the autocert cache (ACME account key,
+-- certificates, challenge tokens; values sealed).
+
+CREATE TABLE cert_authority (
+	id          BIGINT PRIMARY KEY CHECK (id = 1),
+	cert_pem    TEXT NOT NULL,
+	key_sealed  BYTEA NOT NULL,
+	created_at  TEXT NOT NULL
+);
+
+CREATE TABLE cert_leaves (
+	host        TEXT PRIMARY KEY,
+	chain_pem   TEXT NOT NULL,
+	key_sealed  BYTEA NOT NULL,
+	not_after   TEXT NOT NULL,
+	created_at  TEXT NOT NULL
+);
+
+CREATE TABLE cert_cache (
+	cache_key     TEXT PRIMARY KEY,
+	value_sealed  BYTEA NOT NULL,
+	updated_at    TEXT NOT NULL
+);
