@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"unsafe"
 )
 
 // HNSWConfig shapes the graph. The zero value takes the defaults.
@@ -22,7 +23,7 @@ type HNSWConfig struct {
 // (see README.md).
 const (
 	DefaultM              = 16
-	DefaultEfConstruction = 100
+	DefaultEfConstruction = 200
 )
 
 // HNSW is a hierarchical navigable small world graph over the slots of a
@@ -33,16 +34,27 @@ const (
 // run concurrently with anything else; Search may run concurrently with
 // other searches.
 type HNSW struct {
-	st       *Store
-	m, m0    int
-	efC      int
-	ml       float64
-	rng      *rand.Rand
-	levels   []int8
-	links    [][][]int32
-	entry    int32
-	maxLevel int
-	visited  sync.Pool
+	st     *Store
+	m, m0  int
+	efC    int
+	ml     float64
+	rng    *rand.Rand
+	levels []int8
+	// base holds the bottom layer's links, one row of 1+2·m0 int32 per
+	// slot (the count, the links, then the nibble scale of each linked
+	// node as float32 bits), so expanding a node reads one place besides
+	// the neighbours' codes; upper holds the links of levels 1 and above
+	// of the nodes that have them (upper[slot][l-1]; nil for the others).
+	base  []int32
+	row   int
+	upper [][][]int32
+	// nib holds every slot's nibble codes (nibble.go), nscale their scales.
+	nib       []uint8
+	nscale    []float32
+	entry     int32
+	maxLevel  int
+	visited   sync.Pool
+	searchers sync.Pool
 	// During a parallel InsertBatch, stripes guard the links of the slots
 	// hashed to them and top guards entry and maxLevel.
 	stripes [lockStripes]sync.Mutex
@@ -60,7 +72,7 @@ func NewHNSW(st *Store, cfg HNSWConfig) *HNSW {
 	if cfg.EfConstruction <= 0 {
 		cfg.EfConstruction = DefaultEfConstruction
 	}
-	return &HNSW{st: st, m: cfg.M, m0: 2 * cfg.M, efC: cfg.EfConstruction, ml: 1 / math.Log(float64(cfg.M)),
+	return &HNSW{st: st, m: cfg.M, m0: 2 * cfg.M, row: 1 + 4*cfg.M, efC: cfg.EfConstruction, ml: 1 / math.Log(float64(cfg.M)),
 		rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), entry: -1}
 }
 
@@ -69,8 +81,8 @@ func (h *HNSW) Covered() int { return len(h.levels) }
 
 // Bytes estimates the memory the links take.
 func (h *HNSW) Bytes() int {
-	n := cap(h.levels) + cap(h.links)*24
-	for _, ls := range h.links {
+	n := cap(h.levels) + cap(h.base)*4 + cap(h.upper)*24 + cap(h.nib) + cap(h.nscale)*4
+	for _, ls := range h.upper {
 		n += cap(ls) * 24
 		for _, l := range ls {
 			n += cap(l) * 4
@@ -80,8 +92,8 @@ func (h *HNSW) Bytes() int {
 }
 
 type visited struct {
-	marks []uint32
-	gen   uint32
+	marks []uint8 // a byte per slot keeps the set in the CPU caches
+	gen   uint8
 }
 
 func (h *HNSW) getVisited() *visited {
@@ -90,7 +102,7 @@ func (h *HNSW) getVisited() *visited {
 		v = &visited{}
 	}
 	if n := len(h.levels); len(v.marks) < n {
-		v.marks = make([]uint32, n+n/4)
+		v.marks = make([]uint8, n+n/4)
 		v.gen = 0
 	}
 	v.gen++
@@ -134,16 +146,14 @@ func (h *HNSW) InsertBatch(n, workers int) {
 	for i := 0; i < n; i++ {
 		slot := int32(first + i)
 		if !h.st.alive[slot] {
-			h.levels = append(h.levels, -1)
-			h.links = append(h.links, nil)
+			h.appendNode(-1)
 			continue
 		}
 		level := int(math.Floor(-math.Log(1-h.rng.Float64()) * h.ml))
 		if level > 30 {
 			level = 30
 		}
-		h.levels = append(h.levels, int8(level))
-		h.links = append(h.links, make([][]int32, level+1))
+		h.appendNode(int8(level))
 	}
 	next := first
 	// The first live node becomes the entry point alone.
@@ -219,15 +229,15 @@ func (h *HNSW) insert(slot int32, locked bool) {
 		for _, n := range neigh {
 			own = append(own, n.Slot)
 		}
-		for _, x := range h.links[slot][l] {
+		for _, x := range h.linksOf(slot, l) {
 			if !slices.Contains(own, x) {
 				own = append(own, x)
 			}
 		}
-		h.links[slot][l] = own
 		if len(own) > h.maxLinks(l) {
-			h.prune(slot, l)
+			own = h.prune(slot, own, l)
 		}
+		h.setLinks(slot, l, own)
 		h.unlock(slot, locked)
 		for _, n := range neigh {
 			h.lock(n.Slot, locked)
@@ -261,10 +271,10 @@ func (h *HNSW) unlock(slot int32, locked bool) {
 // copy into buf taken under the slot's lock.
 func (h *HNSW) neighbours(slot int32, l int, locked bool, buf []int32) []int32 {
 	if !locked {
-		return h.links[slot][l]
+		return h.linksOf(slot, l)
 	}
 	h.lock(slot, true)
-	buf = append(buf[:0], h.links[slot][l]...)
+	buf = append(buf[:0], h.linksOf(slot, l)...)
 	h.unlock(slot, true)
 	return buf
 }
@@ -280,18 +290,22 @@ func (h *HNSW) maxLinks(level int) int {
 // heuristic when they overflow. The caller holds n's lock when building in
 // parallel.
 func (h *HNSW) link(n, slot int32, l int) {
-	if slices.Contains(h.links[n][l], slot) {
+	ls := h.linksOf(n, l)
+	if slices.Contains(ls, slot) {
 		return
 	}
-	h.links[n][l] = append(h.links[n][l], slot)
-	if len(h.links[n][l]) > h.maxLinks(l) {
-		h.prune(n, l)
+	if len(ls) < h.maxLinks(l) {
+		h.setLinks(n, l, append(ls, slot))
+		return
 	}
+	all := make([]int32, len(ls), len(ls)+1)
+	copy(all, ls)
+	h.setLinks(n, l, h.prune(n, append(all, slot), l))
 }
 
-// prune cuts n's links on level l to the maximum with the heuristic.
-func (h *HNSW) prune(n int32, l int) {
-	ls := h.links[n][l]
+// prune cuts ls, candidate links of n on level l, to the maximum with the
+// heuristic (in place).
+func (h *HNSW) prune(n int32, ls []int32, l int) []int32 {
 	base := h.st.Vector(n)
 	cand := make([]Hit, len(ls))
 	for i, x := range ls {
@@ -303,7 +317,7 @@ func (h *HNSW) prune(n int32, l int) {
 	for _, s := range sel {
 		ls = append(ls, s.Slot)
 	}
-	h.links[n][l] = ls
+	return ls
 }
 
 // selectNeighbors picks up to m of the candidates (sorted closest first)
@@ -391,34 +405,205 @@ func (h *HNSW) searchLayer(dist func(int32) float32, ep []Hit, ef, l int, vis *v
 }
 
 // Search returns up to k live slots close to the prepared query q, closest
-// first, exploring ef candidates on the bottom layer (ef >= k). The walk
-// ranks by the int8 codes (a quarter of the memory to read per node); the
-// ef nodes found are re-ranked in float32, so the distances returned are
-// exact.
+// first, exploring ef candidates on the bottom layer (ef >= k).
+//
+// The search's cost is memory: each node it ranks is a cache miss at a
+// random place. So the walk ranks by the nibble codes (nibble.go, 384 bytes
+// a 768-dimension node), asking for the codes of all a node's unvisited
+// neighbours at once before ranking them so their misses overlap, with the
+// scales it needs stored next to the links. The ef nodes found are ranked
+// again by the int8 codes, and the best max(k, FloatRerank) of those in
+// float32, so the distances returned are exact. Its working memory comes
+// from a pool: the answer is the only allocation.
 func (h *HNSW) Search(q []float32, k, ef int) []Hit {
+	hits, _ := h.search(q, k, ef)
+	return hits
+}
+
+// FloatRerank is how many of the walk's nodes, best by the int8 codes, a
+// search ranks in float32 (at least k).
+const FloatRerank = 16
+
+// search is Search; it also returns how many nodes the walk ranked.
+func (h *HNSW) search(q []float32, k, ef int) ([]Hit, int) {
 	if h.entry < 0 || k <= 0 {
-		return nil
+		return nil, 0
 	}
 	ef = max(ef, k)
-	vis := h.getVisited()
-	defer h.visited.Put(vis)
-	qc := h.st.q.codeQuery(q[:h.st.dims], h.st.metric)
-	dims, euclid := h.st.dims, h.st.metric == Euclidean
-	dist := func(n int32) float32 { return h.st.q.approxDist(qc, int(n), dims, euclid) }
-	ep := Hit{Slot: h.entry, Dist: dist(h.entry)}
+	s := h.getSearcher()
+	defer h.searchers.Put(s)
+	s.ndist = 0
+	st := h.st
+	st.q.codeQueryInto(&s.qc, q[:st.dims], st.metric)
+	s.q8, s.b8, s.sumQ = codeQuery8(s.q8, q[:st.dims])
+	ep := Hit{Slot: h.entry, Dist: h.wdist(s, h.entry, h.nscale[h.entry])}
 	for l := h.maxLevel; l > 0; l-- {
-		var e []Hit
-		e, _ = h.greedy(dist, ep, l, false, nil)
-		ep = e[0]
+		ep = h.greedyQuery(s, ep, l)
 	}
-	w, _ := h.searchLayer(dist, []Hit{ep}, ef, 0, vis, false, nil)
-	t := newTopK(k)
-	for _, x := range w {
-		if h.st.alive[x.Slot] {
-			t.push(Hit{Slot: x.Slot, Dist: h.dist(q, x.Slot)})
+	h.searchBase(s, ep, ef)
+	// The walk's live nodes, ranked again by the int8 codes.
+	live := s.res.h[:0]
+	for _, x := range s.res.h {
+		if st.alive[x.Slot] {
+			live = append(live, x)
 		}
 	}
-	return t.sorted()
+	d := st.dims
+	for _, x := range live {
+		prefetch(unsafe.Pointer(&st.q.x[int(x.Slot)*d]), (d+63)/64)
+	}
+	for i, x := range live {
+		live[i].Dist = h.adist(&s.qc, x.Slot)
+	}
+	sortHits(live)
+	// The best of those in float32.
+	live = live[:min(len(live), max(FloatRerank, k))]
+	for _, x := range live {
+		prefetch(unsafe.Pointer(&st.data[int(x.Slot)*d]), (4*d+63)/64)
+	}
+	t := &s.out
+	t.k, t.h = k, t.h[:0]
+	for _, x := range live {
+		t.push(Hit{Slot: x.Slot, Dist: h.dist(q, x.Slot)})
+	}
+	out := make([]Hit, len(t.h))
+	copy(out, t.h)
+	sortHits(out)
+	return out, s.ndist
+}
+
+// wdist is the distance the walk ranks by: slot's nibble codes, whose
+// scale the caller passes (from a link row where it can).
+func (h *HNSW) wdist(s *searcher, slot int32, scale float32) float32 {
+	nb := len(s.q8) / 2
+	o := int(slot) * nb
+	approx := float64(scale) * s.b8 * (float64(DotU4(h.nib[o:o+nb:o+nb], s.q8)) - 7.5*float64(s.sumQ))
+	if h.st.metric == Euclidean {
+		return float32(s.qc.qq + h.st.q.sq[slot] - 2*approx)
+	}
+	return float32(-approx)
+}
+
+// prefetchWalk asks for slot's nibble codes ahead of wdist.
+func (h *HNSW) prefetchWalk(s *searcher, slot int32) {
+	nb := len(s.q8) / 2
+	prefetch(unsafe.Pointer(&h.nib[int(slot)*nb]), (nb+63)/64)
+}
+
+// searcher is the working memory of one Search.
+type searcher struct {
+	vis  visited
+	qc   qcode
+	cand minHeap
+	res  topK
+	out  topK
+	buf  []int32
+	sbuf []float32
+	q8   []int8 // the query's int8 codes for the walk, padded to whole nibble blocks
+	b8   float64
+	sumQ int64 // their sum
+	// ndist counts the nodes the walk ranked.
+	ndist int
+}
+
+func (h *HNSW) getSearcher() *searcher {
+	s, _ := h.searchers.Get().(*searcher)
+	if s == nil {
+		s = &searcher{}
+	}
+	v := &s.vis
+	if n := len(h.levels); len(v.marks) < n {
+		v.marks = make([]uint8, n+n/4)
+		v.gen = 0
+	}
+	v.gen++
+	if v.gen == 0 {
+		clear(v.marks)
+		v.gen = 1
+	}
+	return s
+}
+
+// adist is slot's distance from the coded query by the int8 codes.
+func (h *HNSW) adist(qc *qcode, slot int32) float32 {
+	return h.st.q.approxDist(qc, int(slot), h.st.dims, h.st.metric == Euclidean)
+}
+
+// greedyQuery walks level l from ep to the closest node it reaches.
+func (h *HNSW) greedyQuery(s *searcher, ep Hit, l int) Hit {
+	cur := ep
+	for changed := true; changed; {
+		changed = false
+		ls := h.upper[cur.Slot][l-1]
+		for _, n := range ls {
+			h.prefetchWalk(s, n)
+		}
+		s.ndist += len(ls)
+		for _, n := range ls {
+			if d := h.wdist(s, n, h.nscale[n]); d < cur.Dist {
+				cur, changed = Hit{Slot: n, Dist: d}, true
+			}
+		}
+	}
+	return cur
+}
+
+// searchBase is the beam search of the bottom layer from ep: s.res ends
+// with up to ef nodes closest to the query by the codes.
+func (h *HNSW) searchBase(s *searcher, ep Hit, ef int) {
+	vis := &s.vis
+	s.cand = s.cand[:0]
+	res := &s.res
+	res.k, res.h = ef, res.h[:0]
+	vis.seen(ep.Slot)
+	s.cand.push(ep)
+	res.push(ep)
+	for len(s.cand) > 0 {
+		c := s.cand.pop()
+		if res.full() && c.Dist > res.h[0].Dist {
+			break
+		}
+		buf := s.buf[:0]
+		o := int(c.Slot) * h.row
+		links := h.base[o+1 : o+1+int(h.base[o]) : o+1+h.m0]
+		scales := h.base[o+1+h.m0 : o+1+h.m0+len(links)]
+		sc := s.sbuf[:0]
+		for i, n := range links {
+			if !vis.seen(n) {
+				h.prefetchWalk(s, n)
+				buf = append(buf, n)
+				sc = append(sc, math.Float32frombits(uint32(scales[i])))
+			}
+		}
+		s.ndist += len(buf)
+		for i, n := range buf {
+			d := h.wdist(s, n, sc[i])
+			if !res.full() || d < res.h[0].Dist {
+				x := Hit{Slot: n, Dist: d}
+				s.cand.push(x)
+				res.push(x)
+			}
+		}
+		s.buf, s.sbuf = buf, sc
+		if len(s.cand) > 0 {
+			// The closest candidate is the next one expanded: ask for its
+			// row now.
+			prefetch(unsafe.Pointer(&h.base[int(s.cand[0].Slot)*h.row]), (h.row*4+63)/64)
+		}
+	}
+}
+
+// sortHits orders hits closest first without allocating.
+func sortHits(a []Hit) {
+	slices.SortFunc(a, func(x, y Hit) int {
+		if less(x, y) {
+			return -1
+		}
+		if less(y, x) {
+			return 1
+		}
+		return 0
+	})
 }
 
 // minHeap is a binary min-heap of hits.
@@ -475,4 +660,48 @@ func Merge(k int, lists ...[]Hit) []Hit {
 
 // DefaultEf is the bottom-layer candidate list of a search when the caller
 // has no reason to pick another (at least topK is used).
-const DefaultEf = 96
+const DefaultEf = 64
+
+// linksOf is slot's link list on level l. On level 0 it aliases the
+// slot's row: the caller holds the slot's lock during a parallel build.
+func (h *HNSW) linksOf(slot int32, l int) []int32 {
+	if l > 0 {
+		return h.upper[slot][l-1]
+	}
+	o := int(slot) * h.row
+	return h.base[o+1 : o+1+int(h.base[o]) : o+1+h.m0]
+}
+
+// appendNode adds the next slot with level lv (-1 for a dead placeholder)
+// and no links yet.
+func (h *HNSW) appendNode(lv int8) {
+	h.levels = append(h.levels, lv)
+	slot := int32(len(h.levels) - 1)
+	h.nib = growArena(h.nib, nibbleBytes(h.st.dims))
+	var a float32
+	h.nib, a = appendNibbles(h.nib, h.st.Vector(slot))
+	h.nscale = append(h.nscale, a)
+	h.base = growArena(h.base, h.row)
+	h.base = h.base[:len(h.base)+h.row]
+	clear(h.base[len(h.base)-h.row:])
+	if lv > 0 {
+		for len(h.upper) < len(h.levels)-1 {
+			h.upper = append(h.upper, nil)
+		}
+		h.upper = append(h.upper, make([][]int32, lv))
+	}
+}
+
+// setLinks replaces slot's link list on level l (at most maxLinks(l)).
+func (h *HNSW) setLinks(slot int32, l int, ls []int32) {
+	if l > 0 {
+		h.upper[slot][l-1] = ls
+		return
+	}
+	o := int(slot) * h.row
+	n := copy(h.base[o+1:o+1+h.m0], ls)
+	h.base[o] = int32(n)
+	for i, x := range ls[:n] {
+		h.base[o+1+h.m0+i] = int32(math.Float32bits(h.nscale[x]))
+	}
+}

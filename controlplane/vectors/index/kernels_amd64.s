@@ -182,3 +182,69 @@ i8reduce:
 	VZEROUPPER
 	MOVL AX, ret+24(FP)
 	RET
+
+// func prefetch(p unsafe.Pointer, lines int)
+// Asks for the lines 64-byte cache lines from p on (PREFETCHT0: into every
+// level) without waiting for them: the graph search calls it on the codes
+// of the neighbours it is about to rank, so their misses overlap.
+TEXT ·prefetch(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ lines+8(FP), CX
+	TESTQ CX, CX
+	JLE  pfdone
+
+pfloop:
+	PREFETCHT0 (SI)
+	ADDQ $64, SI
+	DECQ CX
+	JNZ  pfloop
+
+pfdone:
+	RET
+
+// func dotU4AVX2(x *uint8, q *int8, blocks int) int32
+// Each block is 32 bytes of nibble codes (dimension j low, 32+j high) and
+// 64 int8 query codes: the nibbles are masked apart, each half multiplied
+// by its 32 query bytes and added in pairs (VPMADDUBSW: unsigned by signed
+// bytes into int16, at most 2·15·128 so never saturated), the halves added
+// (at most 7,680), widened to int32 pairs against ones (VPMADDWD): exact.
+TEXT ·dotU4AVX2(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x00010001, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	TESTQ CX, CX
+	JLE  u4reduce
+
+u4loop:
+	VMOVDQU (SI), Y4
+	VPSRLW $4, Y4, Y5
+	VPAND Y15, Y4, Y4
+	VPAND Y15, Y5, Y5
+	VPMADDUBSW (DI), Y4, Y4
+	VPMADDUBSW 32(DI), Y5, Y5
+	VPADDW Y5, Y4, Y4
+	VPMADDWD Y14, Y4, Y4
+	VPADDD Y4, Y0, Y0
+	ADDQ $32, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  u4loop
+
+u4reduce:
+	VPADDD Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPHADDD X0, X0, X0
+	VPHADDD X0, X0, X0
+	VMOVD X0, AX
+	VZEROUPPER
+	MOVL AX, ret+24(FP)
+	RET

@@ -59,6 +59,7 @@ func (c *codes) add(v []float32) {
 		m = math.Max(m, math.Abs(float64(x)))
 	}
 	a := float32(m / 127)
+	c.x = growArena(c.x, len(v))
 	var xx, ee, sq float64
 	for _, x := range v {
 		var code float64
@@ -94,21 +95,36 @@ type qcode struct {
 
 // codeQuery codes q for a store of metric m and dimension count d.
 func (c *codes) codeQuery(q []float32, m Metric) *qcode {
-	var mx float64
+	r := &qcode{}
+	c.codeQueryInto(r, q, m)
+	return r
+}
+
+// codeQueryInto codes q into r, reusing r's code slice. Any rounding of
+// q_i/b to a code within ±qMax keeps the bounds exact (f is computed from
+// the codes chosen), so it rounds with Floor, a single instruction.
+func (c *codes) codeQueryInto(r *qcode, q []float32, m Metric) {
+	var mx float32
 	for _, x := range q {
-		mx = math.Max(mx, math.Abs(float64(x)))
+		mx = max(mx, x, -x)
 	}
-	r := &qcode{q: make([]int16, len(q)), b: mx / qMax}
+	if cap(r.q) < len(q) {
+		r.q = make([]int16, len(q))
+	}
+	*r = qcode{q: r.q[:len(q)], b: float64(mx) / qMax}
 	var ff float64
+	inv := 0.0
+	if r.b > 0 {
+		inv = 1 / r.b
+	}
 	for i, x := range q {
-		var code float64
-		if r.b > 0 {
-			code = math.Max(-qMax, math.Min(qMax, math.Round(float64(x)/r.b)))
-		}
+		xf := float64(x)
+		code := math.Floor(xf*inv + 0.5)
+		code = max(-qMax, min(qMax, code))
 		r.q[i] = int16(code)
-		f := float64(x) - r.b*code
+		f := xf - r.b*code
 		ff += f * f
-		r.qq += float64(x) * float64(x)
+		r.qq += xf * xf
 	}
 	r.fn = math.Sqrt(ff)*(1+1e-9) + 1e-300
 	r.qn = math.Sqrt(r.qq)
@@ -119,7 +135,6 @@ func (c *codes) codeQuery(q []float32, m Metric) *qcode {
 	} else {
 		r.gamma = 1.1 * (d + 3) * u * r.qn * c.maxNorm
 	}
-	return r
 }
 
 // bounds returns the lower and upper bound of slot's distance from the

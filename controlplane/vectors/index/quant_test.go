@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -133,4 +134,72 @@ func BenchmarkExact(b *testing.B) {
 			s.Exact(q, 10, nil)
 		}
 	})
+}
+
+func TestDotU4MatchesGo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{0, 64, 128, 384, 768, 1024, 1536} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			x, q := make([]uint8, n/2), make([]int8, n)
+			var want int64
+			for i := range q {
+				q[i] = int8(rng.IntN(256) - 128)
+			}
+			for i := range x {
+				x[i] = uint8(rng.IntN(256))
+			}
+			for b := 0; b < n; b += 64 {
+				for j := 0; j < 32; j++ {
+					c := x[b/2+j]
+					want += int64(c&15)*int64(q[b+j]) + int64(c>>4)*int64(q[b+32+j])
+				}
+			}
+			if got := DotU4(x, q); int64(got) != want {
+				t.Fatalf("DotU4 %d, want %d", got, want)
+			}
+			if got := dotU4Go(x, q); int64(got) != want {
+				t.Fatalf("dotU4Go %d, want %d", got, want)
+			}
+		})
+	}
+	// The extremes: no int16 pair saturates, the sum stays exact.
+	for _, qv := range []int8{-128, 127} {
+		x, q := make([]uint8, 768), make([]int8, 1536)
+		for i := range x {
+			x[i] = 0xff
+		}
+		for i := range q {
+			q[i] = qv
+		}
+		if got, want := int64(DotU4(x, q)), int64(1536*15*int(qv)); got != want {
+			t.Fatalf("extreme DotU4 %d, want %d", got, want)
+		}
+	}
+}
+
+// TestNibbleCodes: the codes reconstruct each value within half a step
+// inside the range, and the kernel's estimate of a dot product is close.
+func TestNibbleCodes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, dims := range []int{16, 48, 768} {
+		v := make([]float32, dims)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		codes, a := appendNibbles(nil, v)
+		if len(codes) != nibbleBytes(dims) {
+			t.Fatalf("dims %d: %d bytes, want %d", dims, len(codes), nibbleBytes(dims))
+		}
+		for i, x := range v {
+			c := codes[i/64*32+i%32]
+			if i%64 >= 32 {
+				c >>= 4
+			}
+			c &= 15
+			r := a * (float32(c) - 7.5)
+			if d := math.Abs(float64(r - x)); x > -7.5*a && x < 7.5*a && d > float64(a)/2*(1+1e-5) {
+				t.Fatalf("dims %d value %d: %v coded as %v", dims, i, x, r)
+			}
+		}
+	}
 }

@@ -58,7 +58,7 @@ func (s *Store) Prepare(v []float32) ([]float32, bool) {
 
 // Add appends a prepared vector and returns its slot.
 func (s *Store) Add(prepared []float32) int32 {
-	s.data = append(s.data, prepared[:s.dims]...)
+	s.data = append(growArena(s.data, s.dims), prepared[:s.dims]...)
 	s.q.add(prepared[:s.dims])
 	s.alive = append(s.alive, true)
 	s.live++
