@@ -3,6 +3,9 @@ package scaletest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -181,6 +184,29 @@ func TestScaleOut(t *testing.T) {
 	// Needs the accounts key cache to be invalidated across replicas
 	// (LISTEN/NOTIFY): a replica that answers from its own cache keeps
 	// admitting the key.
+	t.Run("both edges serve one certificate of the installation's CA", func(t *testing.T) {
+		code, caPEM, err := onB.do("GET", "/api/edge/certs/ca", nil)
+		if err != nil || code != 200 {
+			t.Fatalf("the installation CA through B: %d %v", code, err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(caPEM) {
+			t.Fatalf("no certificate in %.80q", caPEM)
+		}
+		var prints [2][32]byte
+		for i, e := range []*proc{c.edgeA, c.edgeB} {
+			conn, err := tls.Dial("tcp", e.https, &tls.Config{RootCAs: roots, ServerName: "scale.localhost"})
+			if err != nil {
+				t.Fatalf("%s: a handshake verified against the installation CA: %v", e.name, err)
+			}
+			prints[i] = sha256.Sum256(conn.ConnectionState().PeerCertificates[0].Raw)
+			conn.Close()
+		}
+		if prints[0] != prints[1] {
+			t.Fatalf("the edges serve different certificates for one host: %x and %x", prints[0][:8], prints[1][:8])
+		}
+	})
+
 	t.Run("key revoked on B is refused on A", func(t *testing.T) {
 		var created struct {
 			Key    struct{ ID string } `json:"key"`

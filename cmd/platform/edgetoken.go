@@ -20,7 +20,8 @@ const edgeTokenUsage = `usage: platform edge-token <create|list|revoke> [flags]
   list                 list tokens (never their secrets)
   revoke --id ID       revoke a token; a running control plane refuses it within 30 s
 
-flags: --data DIR (env PLATFORM_DATA, default ./data)`
+flags: --data DIR (env PLATFORM_DATA, default ./data), or --store postgres://... (env PLATFORM_STORE)
+for a control plane on PostgreSQL`
 
 // edgeToken manages edge tokens directly in the data directory: tokens
 // carry every workspace's configuration, so they are an operator's tool,
@@ -36,6 +37,7 @@ func edgeToken(ctx context.Context, args []string, stdout io.Writer) error {
 		data = "./data"
 	}
 	fs.StringVar(&data, "data", data, "the control plane's data directory (env PLATFORM_DATA)")
+	dsn := fs.String("store", os.Getenv("PLATFORM_STORE"), "the control plane's PostgreSQL (postgres://...; env PLATFORM_STORE); empty: DATA/platform.db")
 	name := fs.String("name", "", "create: what the edge is (e.g. fra-1)")
 	id := fs.String("id", "", "revoke: the token id (edt_...)")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -44,9 +46,12 @@ func edgeToken(ctx context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	path := filepath.Join(data, "platform.db")
-	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("no control-plane database at %s: %w", path, err)
+	path := *dsn
+	if path == "" {
+		path = filepath.Join(data, "platform.db")
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("no control-plane database at %s: %w", path, err)
+		}
 	}
 	db, err := store.Open(ctx, path)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/controlplane/store/pgtest"
 )
 
 func TestEdgeTokenCommand(t *testing.T) {
@@ -50,5 +51,24 @@ func TestEdgeTokenCommand(t *testing.T) {
 				t.Fatal("accepted")
 			}
 		})
+	}
+}
+
+// TestEdgeTokenCommandPostgres: with --store the command manages the
+// tokens of a control plane on PostgreSQL, where there is no platform.db.
+func TestEdgeTokenCommandPostgres(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	var out bytes.Buffer
+	args := []string{"--data", t.TempDir(), "--store", dsn}
+	if err := edgeToken(context.Background(), append([]string{"create", "--name", "fra-2"}, args...), &out); err != nil {
+		t.Fatal(err)
+	}
+	id := regexp.MustCompile(`edt_[a-z0-9]+`).FindString(out.String())
+	out.Reset()
+	if err := edgeToken(context.Background(), append([]string{"list"}, args...), &out); err != nil || !strings.Contains(out.String(), id) {
+		t.Fatalf("list: %v %q", err, out.String())
+	}
+	if err := edgeToken(context.Background(), append([]string{"revoke", "--id", id}, args...), &out); err != nil {
+		t.Fatal(err)
 	}
 }

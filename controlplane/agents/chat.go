@@ -111,7 +111,8 @@ func (s *Service) Chat(ctx context.Context, chatID, origin, visitor string, m Ch
 		return ChatReply{}, err
 	}
 	now := s.now()
-	if ok, wait := s.chats.take(a.ID+"\x00"+visitor, ChatPerMinute, now); !ok {
+	// The key joins agent and visitor with "/": no NUL, which PostgreSQL text cannot hold.
+	if ok, wait := s.chats.take(a.ID+"/"+visitor, ChatPerMinute); !ok {
 		e := api.E(api.KindRateLimited, "rate_limited", "at most %d messages a minute from one visitor", ChatPerMinute).With("limit", ChatPerMinute)
 		e.RetryAfter = retrySeconds(wait)
 		return ChatReply{}, e

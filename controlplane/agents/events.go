@@ -149,7 +149,7 @@ func (s *Service) Event(ctx context.Context, id, eventType, delivery, signature 
 	if a.Status == StatusPaused {
 		return EventAnswer{}, ErrPaused
 	}
-	if ok, wait := s.events.take(a.ID, EventsPerMinute, s.now()); !ok {
+	if ok, wait := s.events.take(a.ID, EventsPerMinute); !ok {
 		e := api.E(api.KindRateLimited, "rate_limited", "at most %d events a minute per agent", EventsPerMinute).With("limit", EventsPerMinute)
 		e.RetryAfter = retrySeconds(wait)
 		return EventAnswer{}, e
@@ -157,7 +157,7 @@ func (s *Service) Event(ctx context.Context, id, eventType, delivery, signature 
 	input := "App event " + eventType + " (delivery " + delivery + "):\n" + string(body)
 	x, dup, err := s.enqueue(ctx, a, a.setup, ModeEvent, input, delivery, eventType, "")
 	if err != nil {
-		s.events.giveBack(a.ID)
+		s.events.giveBack(a.ID, EventsPerMinute)
 		return EventAnswer{}, err
 	}
 	return EventAnswer{RunID: x.ID, Status: x.Status, Duplicate: dup}, nil

@@ -1,60 +1,41 @@
 package agents
 
 import (
-	"sync"
+	"context"
 	"time"
+
+	"github.com/svcplatform/platform/controlplane/ratelimit"
 )
 
-// window counts events per key over a sliding window (the rate limits of
-// runs, events and chat messages).
+// window is one of the area's "n a minute" limits (runs per workspace,
+// events per agent, chat messages per agent and visitor address) on the
+// platform's rate limiter: exact windows, shared by the replicas on
+// PostgreSQL.
 type window struct {
-	span time.Duration
-	mu   sync.Mutex
-	m    map[string][]time.Time
+	lim    ratelimit.Limiter
+	bucket string
+	span   time.Duration
 }
 
-func newWindow(span time.Duration) *window { return &window{span: span, m: map[string][]time.Time{}} }
-
-// take records an event for key at now unless limit events already fall in
-// the window; it returns whether it did and, when not, how long until a
-// slot frees.
-func (w *window) take(key string, limit int, now time.Time) (bool, time.Duration) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ts := w.m[key]
-	cut := 0
-	for cut < len(ts) && !ts[cut].After(now.Add(-w.span)) {
-		cut++
-	}
-	ts = ts[cut:]
-	if len(ts) >= limit {
-		w.m[key] = ts
-		return false, ts[0].Add(w.span).Sub(now)
-	}
-	w.m[key] = append(ts, now)
-	if len(w.m) > 10_000 {
-		w.sweep(now)
-	}
-	return true, 0
+func newWindow(lim ratelimit.Limiter, bucket string, span time.Duration) *window {
+	return &window{lim: lim, bucket: bucket, span: span}
 }
 
-// give back returns the last slot taken for key (a start refused after the
-// rate check took a slot).
-func (w *window) giveBack(key string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if ts := w.m[key]; len(ts) > 0 {
-		w.m[key] = ts[:len(ts)-1]
+// take spends one unit of key's limit, or answers how long until one
+// frees. The limiter's own errors are its arguments', fixed by this code:
+// such a limit admits (as a store failure does).
+func (w *window) take(key string, limit int) (bool, time.Duration) {
+	d, err := w.lim.Allow(context.Background(), ratelimit.Key{Workspace: key, Bucket: w.bucket}, ratelimit.PerWindow(limit, w.span), 1)
+	if err != nil {
+		return true, 0
 	}
+	return d.Allowed, d.RetryAfter
 }
 
-// sweep drops keys whose events all left the window.
-func (w *window) sweep(now time.Time) {
-	for k, ts := range w.m {
-		if len(ts) == 0 || !ts[len(ts)-1].After(now.Add(-w.span)) {
-			delete(w.m, k)
-		}
-	}
+// giveBack returns the unit taken for key (a start refused after the rate
+// check took it).
+func (w *window) giveBack(key string, limit int) {
+	w.lim.Refund(context.Background(), ratelimit.Key{Workspace: key, Bucket: w.bucket}, ratelimit.PerWindow(limit, w.span), 1)
 }
 
 func retrySeconds(d time.Duration) int {

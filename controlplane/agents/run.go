@@ -62,13 +62,13 @@ func (s *Service) Run(ctx context.Context, p *auth.Principal, id string, req Run
 	if req.Background {
 		x, err := s.enqueueRun(ctx, a, st, ModeBackground, req.Input, "", "", "")
 		if err != nil {
-			s.runs.giveBack(a.workspace)
+			s.runs.giveBack(a.workspace, RunsPerMinute)
 		}
 		return x, err
 	}
 	x, err := s.admit(ctx, a, st, ModeManual, req.Input, "")
 	if err != nil {
-		s.runs.giveBack(a.workspace)
+		s.runs.giveBack(a.workspace, RunsPerMinute)
 		return Run{}, err
 	}
 	msgs := []provider.Message{{Role: "user", Content: req.Input}}
@@ -81,7 +81,7 @@ func (s *Service) Run(ctx context.Context, p *auth.Principal, id string, req Run
 
 // rateLimit takes one of the workspace's six runs a minute.
 func (s *Service) rateLimit(workspace string) error {
-	ok, wait := s.runs.take(workspace, RunsPerMinute, s.now())
+	ok, wait := s.runs.take(workspace, RunsPerMinute)
 	if !ok {
 		e := api.E(api.KindRateLimited, "rate_limited", "at most %d agent runs a minute per workspace; try again in %d seconds", RunsPerMinute, retrySeconds(wait)).
 			With("limit", RunsPerMinute)

@@ -15,6 +15,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/projects"
+	"github.com/svcplatform/platform/controlplane/ratelimit"
 	"github.com/svcplatform/platform/controlplane/seal"
 	"github.com/svcplatform/platform/controlplane/store"
 )
@@ -61,8 +62,11 @@ type Jobs interface {
 
 // Deps are the services the area is built on.
 type Deps struct {
-	DB       *store.DB
-	Clock    clock.Clock
+	DB    *store.DB
+	Clock clock.Clock
+	// Limiter holds the runs, events and chat limits, shared by the
+	// replicas on PostgreSQL (ratelimit.For(DB, Clock) when nil).
+	Limiter  ratelimit.Limiter
 	Audit    *audit.Log
 	Meter    metering.Recorder
 	Sealer   *seal.Sealer
@@ -170,8 +174,11 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	if d.Audit == nil {
 		d.Audit = audit.New(d.DB, d.Clock.Now)
 	}
-	s := &Service{cfg: cfg, d: d, st: sqlStore{db: d.DB}, runs: newWindow(time.Minute), events: newWindow(time.Minute),
-		chats: newWindow(time.Minute)}
+	if d.Limiter == nil {
+		d.Limiter = ratelimit.For(d.DB, d.Clock)
+	}
+	s := &Service{cfg: cfg, d: d, st: sqlStore{db: d.DB}, runs: newWindow(d.Limiter, "agents.runs", time.Minute),
+		events: newWindow(d.Limiter, "agents.events", time.Minute), chats: newWindow(d.Limiter, "agents.chat", time.Minute)}
 	runTime := max(cfg.BackgroundRunTime, cfg.ChatRunTime) + time.Minute
 	d.Jobs.Register(jobRun, s.runJob, jobs.KindOptions{MaxAttempts: 1, Timeout: runTime})
 	d.Jobs.Register(jobSchedule, s.scheduleJob, jobs.KindOptions{MaxAttempts: 3, Backoff: []time.Duration{time.Minute}, Timeout: runTime})

@@ -173,7 +173,11 @@ func testDeadReplicaJobTakenOver(t *testing.T, e pgtest.Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Start(ctx)
+	// A's death stops its workers' claims too: one begun before the
+	// handle closed would otherwise still run (database/sql lets a started
+	// transaction finish), which kill -9 never allows.
+	actx, killA := context.WithCancel(ctx)
+	a.Start(actx)
 	var j Job
 	select {
 	case j = <-started:
@@ -183,6 +187,7 @@ func testDeadReplicaJobTakenOver(t *testing.T, e pgtest.Engine) {
 	if j.ID != id || j.Attempt != 1 {
 		t.Fatalf("A runs %+v", j)
 	}
+	killA()
 	dbA.Close() // A is gone
 
 	b.Start(ctx)
@@ -202,7 +207,7 @@ func testDeadReplicaJobTakenOver(t *testing.T, e pgtest.Engine) {
 			t.Fatalf("B ran %+v", j)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("replica B did not take the job over after its lease expired")
+		t.Fatalf("replica B did not take the job over after its lease expired: %+v", mustGet(t, b, id))
 	}
 	b.Close()
 	if in := mustGet(t, b, id); in.State != Done || in.Attempt != 2 {

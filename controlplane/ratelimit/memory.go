@@ -96,6 +96,26 @@ func (l *Memory) Allow(_ context.Context, k Key, lim Limit, cost int64) (Decisio
 	return d, nil
 }
 
+// Refund implements Limiter.
+func (l *Memory) Refund(_ context.Context, k Key, lim Limit, cost int64) error {
+	unlimited, err := check(k, lim, cost)
+	if err != nil || unlimited {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if lim.Window {
+		if w := l.logs[k]; w != nil {
+			w.until = w.until[:max(len(w.until)-int(cost), 0)]
+		}
+		return nil
+	}
+	if tat, ok := l.tat[k]; ok {
+		l.tat[k] = tat - cost*lim.interval()
+	}
+	return nil
+}
+
 // Len is how many keys the limiter holds (for tests and the sweep).
 func (l *Memory) Len() int {
 	l.mu.Lock()

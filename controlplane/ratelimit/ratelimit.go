@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -101,7 +102,7 @@ var (
 	// ErrBadCost is a cost below 1 or above the limit's burst (it could
 	// never be admitted).
 	ErrBadCost = errors.New("ratelimit: cost must be between 1 and the burst")
-	// ErrBadKey is a key without a workspace or bucket.
+	// ErrBadKey is a key without a workspace or bucket, or holding a NUL.
 	ErrBadKey = errors.New("ratelimit: key needs a workspace and a bucket")
 )
 
@@ -111,6 +112,11 @@ type Limiter interface {
 	// clock, or refuses without spending anything. An error is only ever
 	// about the arguments (ErrBadLimit, ErrBadCost, ErrBadKey).
 	Allow(ctx context.Context, k Key, l Limit, cost int64) (Decision, error)
+	// Refund gives back cost units that Allow admitted under l and the
+	// caller did not use after all (a request refused for another reason
+	// after its rate check): the newest units of a Window limit, or cost
+	// intervals of a GCRA's tat. Errors are the arguments' or the store's.
+	Refund(ctx context.Context, k Key, l Limit, cost int64) error
 	// Collectors returns the limiter's metrics for the admin /metrics.
 	Collectors() []prometheus.Collector
 }
@@ -126,8 +132,8 @@ func For(db *store.DB, clk clock.Clock) Limiter {
 
 // check validates Allow's arguments; it reports unlimited limits.
 func check(k Key, l Limit, cost int64) (unlimited bool, err error) {
-	if k.Workspace == "" || k.Bucket == "" {
-		return false, ErrBadKey
+	if k.Workspace == "" || k.Bucket == "" || strings.IndexByte(k.Workspace, 0) >= 0 || strings.IndexByte(k.Bucket, 0) >= 0 {
+		return false, ErrBadKey // PostgreSQL text cannot hold NUL: both engines refuse it alike
 	}
 	if l.Unlimited() {
 		return true, nil

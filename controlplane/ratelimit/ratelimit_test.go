@@ -165,6 +165,7 @@ func testRefusals(t *testing.T, mk func(clock.Clock) Limiter) {
 	}{
 		{"no workspace", Key{"", "chat"}, PerMinute(6), 1, ErrBadKey},
 		{"no bucket", Key{"ws_1", ""}, PerMinute(6), 1, ErrBadKey},
+		{"NUL in the key", Key{"agt_1\x00203.0.113.7", "chat"}, PerMinute(6), 1, ErrBadKey},
 		{"no period", Key{"ws_1", "chat"}, Limit{Rate: 5}, 1, ErrBadLimit},
 		{"zero cost", Key{"ws_1", "chat"}, PerMinute(6), 0, ErrBadCost},
 		{"cost over the burst can never pass", Key{"ws_1", "chat"}, PerMinute(6), 7, ErrBadCost},

@@ -160,6 +160,34 @@ func (l *Store) decideWindow(ctx context.Context, k Key, lim Limit, cost, now in
 	return d, nil
 }
 
+// Refund implements Limiter.
+func (l *Store) Refund(ctx context.Context, k Key, lim Limit, cost int64) error {
+	unlimited, err := check(k, lim, cost)
+	if err != nil || unlimited {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, StoreTimeout)
+	defer cancel()
+	if !lim.Window {
+		_, err = l.db.ExecContext(ctx, `UPDATE ratelimit_tat SET tat = tat - ? WHERE workspace = ? AND bucket = ?`,
+			cost*lim.interval(), k.Workspace, k.Bucket)
+	} else {
+		row := "rowid"
+		if l.db.Dialect() == store.Postgres {
+			row = "ctid"
+		}
+		err = l.keyTx(ctx, k, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `DELETE FROM ratelimit_log WHERE `+row+` IN (SELECT `+row+` FROM ratelimit_log
+				WHERE workspace = ? AND bucket = ? ORDER BY until DESC LIMIT ?)`, k.Workspace, k.Bucket, cost)
+			return err
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("ratelimit: refund %s: %w", k.Bucket, err)
+	}
+	return nil
+}
+
 // keyTx runs fn with the key's decisions serialised.
 func (l *Store) keyTx(ctx context.Context, k Key, fn func(tx *sql.Tx) error) (err error) {
 	if l.db.Dialect() != store.Postgres {
