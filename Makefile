@@ -22,9 +22,11 @@ run: build geodata
 build:
 	$(GO) build -o $(BIN) ./cmd/platform
 
-## test: formatting, vet, staticcheck, then every test with the race detector
+## test: formatting, vet, staticcheck, then every test with the race detector, then the control
+## plane's tests again with PostgreSQL as the store (Debian `postgresql`; without it that pass skips)
 test: geodata fmt-check vet lint
 	PLATFORM_GEOIP=$(abspath $(GEO_DB)) $(GO) test -race -shuffle=on -timeout 15m ./...
+	PLATFORM_TEST_STORE=postgres $(GO) test -race -shuffle=on -timeout 15m ./controlplane/...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

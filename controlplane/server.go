@@ -42,6 +42,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/placement"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/projects"
+	"github.com/svcplatform/platform/controlplane/ratelimit"
 	"github.com/svcplatform/platform/controlplane/repos"
 	"github.com/svcplatform/platform/controlplane/seal"
 	"github.com/svcplatform/platform/controlplane/security"
@@ -333,9 +334,13 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	// storage past the allowance charge through.
 	cp.Jobs = jobs.New(cp.DB, clk, log, cfg.Jobs)
 	cp.onClose(cp.Jobs.Close)
-	cp.Billing = billing.New(cp.DB, clk, cp.Audit, billing.PlanFunc(cp.planOf), billing.Config{})
+	cp.Billing = billing.New(cp.DB, clk, cp.Audit, billing.PlanFunc(cp.planOf), billing.Config{Logger: log})
+	cp.onClose(cp.Billing.Close) // commits the hot path's pending movements before the store closes
 	cp.Billing.RegisterJobs(cp.Jobs)
-	for _, c := range append(cp.Jobs.Collectors(), cp.Billing.Collectors()...) {
+	// One rate limiter for the areas with per-workspace limits: in memory
+	// on SQLite, in the store on PostgreSQL so replicas share the budget.
+	limiter := ratelimit.For(cp.DB, clk)
+	for _, c := range append(append(cp.Jobs.Collectors(), cp.Billing.Collectors()...), limiter.Collectors()...) {
 		if err := cfg.Registerer.Register(c); err != nil {
 			return nil, fmt.Errorf("controlplane: metrics: %w", err)
 		}
@@ -417,7 +422,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	}
 	if cp.databases, err = databases.New(ctx, databases.Config{Dir: filepath.Join(cfg.DataDir, "databases")}, databases.Deps{
 		DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter, Projects: cp.Projects, Plans: cp.Accounts, Logger: log,
-		Cluster: cluster,
+		Cluster: cluster, Limiter: limiter,
 	}); err != nil {
 		return nil, err
 	}
@@ -446,7 +451,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	// (--ai-config), so their addresses are not guarded like users' URLs.
 	if cp.ai, err = ai.New(ctx, cfg.AI, ai.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
 		Ledger: ai.BillingLedger(cp.Billing), Plans: cp.Accounts, Email: cp.Accounts, Projects: cp.Projects,
-		Logger: log, HTTPClient: &http.Client{}}); err != nil {
+		Logger: log, HTTPClient: &http.Client{}, Limiter: limiter}); err != nil {
 		return nil, err
 	}
 	cp.onClose(cp.ai.Close)
@@ -476,7 +481,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	// Agents: tool loops through the AI gateway whose tools call this
 	// API's own routes with a key made for each run.
 	if cp.agents, err = agents.New(ctx, agents.Config{}, agents.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
-		Sealer: cp.Sealer, Projects: cp.Projects, Plans: cp.Accounts, AI: cp.ai, Keys: cp.Accounts, Jobs: cp.Jobs,
+		Sealer: cp.Sealer, Projects: cp.Projects, Plans: cp.Accounts, AI: cp.ai, Keys: cp.Accounts, Jobs: cp.Jobs, Limiter: limiter,
 		Models: func(id string) bool { m, ok := cp.ai.Catalogue().Get(id); return ok && m.Kind == ai.KindChat },
 		API:    http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { cp.handler.ServeHTTP(w, r) }),
 		Logger: log}); err != nil {

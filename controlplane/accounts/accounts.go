@@ -81,6 +81,15 @@ type Service struct {
 	mailer        Mailer
 	// passwordChecks counts the passwords hashed for sign-ins.
 	passwordChecks atomic.Int64
+
+	// keys caches verified API keys; invalidations arrive on KeyChannel.
+	keys *keyCache
+	// plans caches workspaces' plans; invalidations arrive on PlanChannel.
+	plans      *planCache
+	stopListen context.CancelFunc
+	listening  sync.WaitGroup
+	// touching counts last-use writes in flight (Close waits for them).
+	touching inflight
 }
 
 // New returns the accounts service over the platform's SQL database.
@@ -89,15 +98,29 @@ func New(ctx context.Context, db *store.DB, clk clock.Clock, log *audit.Log, log
 	if err != nil {
 		return nil, err
 	}
-	return &Service{
+	s := &Service{
 		store: st, clock: clk, log: logger, params: passhash.Default,
 		lastUsed: map[string]time.Time{},
 		signIns:  newThrottle(), verifications: newThrottle(),
-	}, nil
+		keys: newKeyCache(KeyCacheTTL, KeyCacheSize), plans: newPlanCache(),
+	}
+	if err := s.listenInvalidations(db); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("accounts: key invalidations: %w", err)
+	}
+	return s, nil
 }
 
-// Close releases the store's prepared statements.
-func (s *Service) Close() error { return s.store.Close() }
+// Close stops listening for key invalidations and releases the store's
+// prepared statements.
+func (s *Service) Close() error {
+	s.touching.wait()
+	if s.stopListen != nil {
+		s.stopListen()
+		s.listening.Wait()
+	}
+	return s.store.Close()
+}
 
 // SetHashParams changes the password hashing cost (tests use a cheap one).
 func (s *Service) SetHashParams(p passhash.Params) { s.params, s.dummy = p, "" }
@@ -107,17 +130,26 @@ func (s *Service) Workspace(ctx context.Context, id string) (Workspace, error) {
 	return s.store.Workspace(ctx, id)
 }
 
-// Plan returns the plan of workspace id (hobby when unknown).
+// Plan returns the plan of workspace id (hobby when unknown). Every AI
+// request asks, so known plans are kept in memory until a plan change
+// (PlanChannel, from any replica) or PlanCacheTTL.
 func (s *Service) Plan(ctx context.Context, id string) plans.Name {
+	now := s.clock.Now()
+	if p, ok := s.plans.get(id, now); ok {
+		return p
+	}
+	gen := s.plans.generation()
 	w, err := s.Workspace(ctx, id)
 	if err != nil {
 		return plans.Hobby
 	}
+	s.plans.put(id, w.Plan, gen, now)
 	return w.Plan
 }
 
 // SetPlan changes a workspace's plan (an operator action).
 func (s *Service) SetPlan(ctx context.Context, id string, plan plans.Name) error {
+	defer s.plans.drop(id)
 	return s.store.SetPlan(ctx, id, plan, audit.Event{Workspace: id, Action: "workspace.plan", Category: audit.CategoryBilling,
 		TargetType: "workspace", TargetID: id, Summary: "plan set to " + string(plan)})
 }

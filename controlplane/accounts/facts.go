@@ -33,6 +33,7 @@ type SecurityFacts struct {
 // SecurityFacts counts the workspace's privileged members and its keys at
 // now; KeysUsedSince counts keys used at or after since.
 func (s *Service) SecurityFacts(ctx context.Context, workspace string, now, since time.Time) (SecurityFacts, error) {
+	s.touching.wait() // keys' last uses recorded so far count
 	var f SecurityFacts
 	members, err := s.store.Members(ctx, workspace)
 	if err != nil {

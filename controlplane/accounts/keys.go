@@ -2,10 +2,13 @@ package accounts
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/api"
@@ -62,16 +65,24 @@ func (s *Service) authenticateKey(ctx context.Context, token string) (*auth.Prin
 	if len(token) > 512 {
 		return nil, errBadCredentials
 	}
-	c, err := s.store.KeyByHash(ctx, auth.HashSecret(token))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, errBadCredentials
-	}
-	if err != nil {
-		return nil, fmt.Errorf("accounts: authenticate: %w", err)
-	}
+	hash := sha256.Sum256([]byte(token))
 	now := s.clock.Now()
-	if !auth.SecretMatches(token, c.SecretHash) || c.RevokedAt != nil || (c.ExpiresAt != nil && !now.Before(*c.ExpiresAt)) {
+	c, hit, gen := s.keys.get(hash, now)
+	if !hit {
+		var err error
+		c, err = s.store.KeyByHash(ctx, hash[:])
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, errBadCredentials
+		}
+		if err != nil {
+			return nil, fmt.Errorf("accounts: authenticate: %w", err)
+		}
+	}
+	if subtle.ConstantTimeCompare(hash[:], c.SecretHash) != 1 || c.RevokedAt != nil || (c.ExpiresAt != nil && !now.Before(*c.ExpiresAt)) {
 		return nil, errBadCredentials
+	}
+	if !hit {
+		s.keys.put(hash, c, gen, now)
 	}
 	p := &auth.Principal{KeyID: c.ID, WorkspaceID: c.WorkspaceID, MemberID: c.MemberID, KeyPrefix: c.Prefix, ProjectID: c.ProjectID,
 		Role: c.Role, ReadOnly: c.Access == "read_only"}
@@ -89,9 +100,17 @@ func (s *Service) touch(ctx context.Context, keyID string, now time.Time) {
 	}
 	s.lastUsed[keyID] = now
 	s.mu.Unlock()
-	if err := s.store.TouchKey(ctx, keyID, now); err != nil {
-		s.log.Warn("key last use not recorded", "key", keyID, "err", err)
-	}
+	// Off the request's path: a write waits for the database's writer lock
+	// (and, on SQLite, a commit's fsync), which a request must not.
+	s.touching.add()
+	go func() {
+		defer s.touching.done()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := s.store.TouchKey(ctx, keyID, now); err != nil {
+			s.log.Warn("key last use not recorded", "key", keyID, "err", err)
+		}
+	}()
 }
 
 // CreateKeyRequest is the body of POST /api/keys.
@@ -174,6 +193,7 @@ func (s *Service) CreateKey(ctx context.Context, p *auth.Principal, req CreateKe
 
 // ListKeys returns the caller's keys, or every key of the workspace for admins.
 func (s *Service) ListKeys(ctx context.Context, p *auth.Principal) ([]Key, error) {
+	s.touching.wait() // last uses recorded so far show
 	var member *string
 	if p.Role < auth.Admin {
 		member = &p.MemberID
@@ -184,6 +204,7 @@ func (s *Service) ListKeys(ctx context.Context, p *auth.Principal) ([]Key, error
 // RevokeKey revokes key id: the caller's own, or any key for admins.
 // Revoking an already revoked key succeeds and changes nothing.
 func (s *Service) RevokeKey(ctx context.Context, p *auth.Principal, id string) (Key, error) {
+	defer s.keys.invalidate(invKey + id)
 	return s.store.RevokeKey(ctx, p.WorkspaceID, id, func(k *Key) (bool, error) {
 		if p.Role < auth.Admin && k.MemberID != p.MemberID {
 			return false, api.NotFound("key")
@@ -198,4 +219,37 @@ func (s *Service) RevokeKey(ctx context.Context, p *auth.Principal, id string) (
 		return audit.Event{Workspace: p.WorkspaceID, Actor: p, Action: "key.revoke", Category: audit.CategoryKey,
 			TargetType: "key", TargetID: id, Summary: "revoked key " + k.Prefix}
 	})
+}
+
+// inflight counts background writes; wait returns once none is running.
+type inflight struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	n    int
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	f.n--
+	if f.n == 0 && f.cond != nil {
+		f.cond.Broadcast()
+	}
+	f.mu.Unlock()
+}
+
+func (f *inflight) wait() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cond == nil {
+		f.cond = sync.NewCond(&f.mu)
+	}
+	for f.n > 0 {
+		f.cond.Wait()
+	}
 }

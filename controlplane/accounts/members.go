@@ -170,6 +170,7 @@ func (s *Service) UpdateMember(ctx context.Context, p *auth.Principal, id string
 		return Member{}, api.Invalid("role is required: viewer, developer, admin or owner")
 	}
 	var from auth.Role
+	defer s.keys.invalidate(invMember + id)
 	return s.store.UpdateMember(ctx, p.WorkspaceID, id, func(m *Member, otherOwners func() (int, error)) (bool, error) {
 		if err := checkGrant(p, m.Role, req.Role); err != nil {
 			return false, err
@@ -192,6 +193,7 @@ func (s *Service) UpdateMember(ctx context.Context, p *auth.Principal, id string
 
 // RemoveMember removes a member, revoking their keys and ending their sessions.
 func (s *Service) RemoveMember(ctx context.Context, p *auth.Principal, id string) error {
+	defer s.keys.invalidate(invMember + id)
 	return s.store.RemoveMember(ctx, p.WorkspaceID, id, s.clock.Now(), func(m Member, otherOwners func() (int, error)) error {
 		if err := checkGrant(p, m.Role, auth.RoleNone); err != nil {
 			return err

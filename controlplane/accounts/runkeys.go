@@ -74,6 +74,10 @@ func (s *Service) RevokeRunKey(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("accounts: revoke run key: %w", err)
 	}
+	s.keys.invalidate(invKey + id)
+	if err := notifyKeys(ctx, s.runKeys(), s.runKeys(), invKey+id); err != nil {
+		return fmt.Errorf("accounts: revoke run key: %w", err)
+	}
 	return nil
 }
 

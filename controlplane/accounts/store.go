@@ -292,6 +292,9 @@ func (s *SQLStore) SetPlan(ctx context.Context, id string, plan plans.Name, ev a
 		if n, _ := res.RowsAffected(); n == 0 {
 			return api.NotFound("workspace")
 		}
+		if err := s.db.Notifier().Notify(ctx, tx, PlanChannel, id); err != nil {
+			return err
+		}
 		return s.audit.Record(ctx, tx, ev)
 	})
 }
@@ -434,6 +437,9 @@ func (s *SQLStore) RevokeKey(ctx context.Context, workspace, id string, apply fu
 		if _, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE id = ?`, store.FormatTime(*k.RevokedAt), id); err != nil {
 			return err
 		}
+		if err := notifyKeys(ctx, s.db, tx, invKey+id); err != nil {
+			return err
+		}
 		return s.audit.Record(ctx, tx, ev(k))
 	})
 	return k, err
@@ -563,6 +569,9 @@ func (s *SQLStore) UpdateMember(ctx context.Context, workspace, id string, apply
 		if _, err := tx.ExecContext(ctx, `UPDATE members SET role = ? WHERE id = ?`, m.Role.String(), id); err != nil {
 			return err
 		}
+		if err := notifyKeys(ctx, s.db, tx, invMember+id); err != nil {
+			return err
+		}
 		return s.audit.Record(ctx, tx, ev(m))
 	})
 	return m, err
@@ -585,6 +594,9 @@ func (s *SQLStore) RemoveMember(ctx context.Context, workspace, id string, revok
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM members WHERE id = ?`, id); err != nil {
+			return err
+		}
+		if err := notifyKeys(ctx, s.db, tx, invMember+id); err != nil {
 			return err
 		}
 		return s.audit.Record(ctx, tx, ev(m))

@@ -354,7 +354,7 @@ func (s *Service) chat(ctx context.Context, ws string, in *ChatInput, sink Sink,
 		return nil, errUnconfigured()
 	}
 	plan := s.d.Plans.Plan(ctx, ws)
-	if err := s.rateLimit(ws, bucketChat, plan); err != nil {
+	if err := s.rateLimit(ctx, ws, bucketChat, plan); err != nil {
 		return nil, err
 	}
 	rt, err := s.route(ctx, ws, plan, st, in)

@@ -98,7 +98,7 @@ func (s *Service) embed(ctx context.Context, ws string, in EmbedInput) (*EmbedAn
 		return nil, errUnconfigured()
 	}
 	plan := s.d.Plans.Plan(ctx, ws)
-	if err := s.rateLimit(ws, bucketEmbeddings, plan); err != nil {
+	if err := s.rateLimit(ctx, ws, bucketEmbeddings, plan); err != nil {
 		return nil, err
 	}
 	if !m.Edge {

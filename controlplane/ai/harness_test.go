@@ -305,6 +305,9 @@ func newEnv(t testing.TB, o envOptions) *env {
 		e.anthropic.Close()
 		e.edge.Close()
 		e.acc.Close()
+		if e.billing != nil {
+			e.billing.Close()
+		}
 		db.Close()
 	})
 	return e

@@ -1,61 +1,37 @@
 package ai
 
 import (
-	"sync"
-	"time"
+	"context"
+	"fmt"
+
+	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/controlplane/plans"
+	"github.com/svcplatform/platform/controlplane/ratelimit"
 )
 
 // Buckets of the per-workspace rate limit: chat and embeddings are counted
 // apart.
 const (
-	bucketChat = iota
-	bucketEmbeddings
+	bucketChat       = "ai.chat"
+	bucketEmbeddings = "ai.embeddings"
 )
 
-// limiter is the per-workspace, per-minute rate limit as a generic cell
-// rate algorithm: a workspace may send n requests at once and then one
-// every minute/n, so no window ever holds more than n. It keeps one
-// timestamp per workspace and bucket.
-type limiter struct {
-	mu    sync.Mutex
-	tat   map[limitKey]int64 // theoretical arrival time, unix nanoseconds
-	swept int64
-}
-
-type limitKey struct {
-	ws     string
-	bucket int
-}
-
-func newLimiter() *limiter { return &limiter{tat: map[limitKey]int64{}} }
-
-// allow admits one request at now under n per minute, or says how long to
-// wait.
-func (l *limiter) allow(ws string, bucket int, now time.Time, n int) (bool, time.Duration) {
-	if n <= 0 {
-		return true, 0
+// rateLimit admits one request of the bucket or answers 429 with Retry-After.
+func (s *Service) rateLimit(ctx context.Context, ws, bucket string, plan plans.Name) error {
+	n := plans.Of(plan).AIRequestsPerMinute
+	d, err := s.limiter.Allow(ctx, ratelimit.Key{Workspace: ws, Bucket: bucket}, ratelimit.PerMinute(n), 1)
+	if err != nil {
+		return api.Internal(fmt.Errorf("ai: rate limit: %w", err))
 	}
-	const window = int64(time.Minute)
-	interval := window / int64(n)
-	t := now.UnixNano()
-	k := limitKey{ws, bucket}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if t-l.swept > window {
-		for key, at := range l.tat {
-			if at <= t {
-				delete(l.tat, key)
-			}
-		}
-		l.swept = t
+	if d.Allowed {
+		return nil
 	}
-	tat := l.tat[k]
-	if tat < t {
-		tat = t
+	secs := d.RetryAfterSeconds()
+	what := "chat"
+	if bucket == bucketEmbeddings {
+		what = "embeddings"
 	}
-	if tat+interval-t > window {
-		return false, time.Duration(tat + interval - t - window)
-	}
-	l.tat[k] = tat + interval
-	return true, 0
+	e := api.E(api.KindRateLimited, "ai_rate_limited", "more than %d AI %s requests a minute for this workspace; retry in %d seconds", n, what, secs)
+	e.RetryAfter = secs
+	return e.With("limit", n)
 }

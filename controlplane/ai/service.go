@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/svcplatform/platform/controlplane/ratelimit"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -25,6 +26,9 @@ type Deps struct {
 	DB *store.DB
 	// Clock dates records and drives the rate limit.
 	Clock clock.Clock
+	// Limiter is the per-workspace rate limit, shared by the replicas on
+	// PostgreSQL (ratelimit.For(DB, Clock) when nil).
+	Limiter ratelimit.Limiter
 	// Audit records admins' switches.
 	Audit *audit.Log
 	// Meter receives requests, tokens, embeddings and cost.
@@ -50,7 +54,7 @@ type Service struct {
 	d         Deps
 	cat       *Catalogue
 	providers map[string]provider.Provider
-	limiter   *limiter
+	limiter   ratelimit.Limiter
 	sets      settingsCache
 	rec       *recorder
 	// transport is the upstream transport the service made (nil when the
@@ -117,6 +121,9 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	if d.Clock == nil {
 		d.Clock = clock.System{}
 	}
+	if d.Limiter == nil {
+		d.Limiter = ratelimit.For(d.DB, d.Clock)
+	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
@@ -129,7 +136,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, d: d, cat: cat, providers: map[string]provider.Provider{}, limiter: newLimiter(),
+	s := &Service{cfg: cfg, d: d, cat: cat, providers: map[string]provider.Provider{}, limiter: d.Limiter,
 		sets: settingsCache{m: map[string]*Settings{}}, transport: own}
 	for name, pc := range cfg.Providers {
 		p, err := provider.New(provider.Config{Name: name, Protocol: pc.Protocol, BaseURL: pc.BaseURL, APIKey: pc.APIKey,
@@ -227,26 +234,6 @@ func (s *Service) emailRestricted(ctx context.Context, ws string, plan plans.Nam
 func errEmailUnverified(model string) error {
 	return api.E(api.KindPaymentRequired, "email_unverified",
 		"vendor model %s needs the workspace owner's verified e-mail on the hobby plan; service-1 answers from edge models meanwhile", model)
-}
-
-// rateLimit admits one request of the bucket or answers 429 with Retry-After.
-func (s *Service) rateLimit(ws string, bucket int, plan plans.Name) error {
-	n := plans.Of(plan).AIRequestsPerMinute
-	ok, wait := s.limiter.allow(ws, bucket, s.d.Clock.Now(), n)
-	if ok {
-		return nil
-	}
-	secs := int((wait + 999_999_999) / 1_000_000_000)
-	if secs < 1 {
-		secs = 1
-	}
-	what := "chat"
-	if bucket == bucketEmbeddings {
-		what = "embeddings"
-	}
-	e := api.E(api.KindRateLimited, "ai_rate_limited", "more than %d AI %s requests a minute for this workspace; retry in %d seconds", n, what, secs)
-	e.RetryAfter = secs
-	return e.With("limit", n)
 }
 
 // maxReserve is the plan's per-request reservation cap.

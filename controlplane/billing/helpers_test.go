@@ -40,6 +40,19 @@ func (f *fixture) PlanOf(_ context.Context, ws string) (plans.Name, error) {
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// syncEngine is SQLite with the hot path off (Config.Synchronous).
+const syncEngine = "sqlite_synchronous"
+
+// eachMode runs test on SQLite's hot path, SQLite synchronous and
+// PostgreSQL (always synchronous).
+func eachMode(t *testing.T, test func(t *testing.T, e pgtest.Engine)) {
+	engines := pgtest.Engines()
+	engines = append(engines, pgtest.Engine{Name: syncEngine, Open: pgtest.OpenSQLite, DSN: pgtest.SQLitePath})
+	for _, e := range engines {
+		t.Run(e.Name, func(t *testing.T) { test(t, e) })
+	}
+}
+
 // eachEngine runs test once on SQLite and once on PostgreSQL.
 func eachEngine(t *testing.T, test func(t *testing.T, e pgtest.Engine)) {
 	for _, e := range pgtest.Engines() {
@@ -52,7 +65,8 @@ func newFixture(t testing.TB, e pgtest.Engine) *fixture {
 	db := e.Open(t)
 	f := &fixture{db: db, clk: clock.NewFake(t0), plans: map[string]plans.Name{}}
 	f.audit = audit.New(db, f.clk.Now)
-	f.l = New(db, f.clk, f.audit, f, Config{})
+	f.l = New(db, f.clk, f.audit, f, Config{Synchronous: e.Name == syncEngine})
+	t.Cleanup(func() { f.l.Close() })
 	for _, p := range plans.All() {
 		f.workspace(t, "ws_"+string(p), p)
 	}

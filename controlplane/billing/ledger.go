@@ -3,7 +3,9 @@ package billing
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/audit"
@@ -23,7 +25,22 @@ const DefaultReservationTTL = 25 * time.Minute
 type Config struct {
 	// ReservationTTL is how long a reservation lives (DefaultReservationTTL when 0).
 	ReservationTTL time.Duration
+	// Synchronous turns the hot path off on SQLite: every Reserve, Settle
+	// and Release is then its own committed transaction before it returns,
+	// as on PostgreSQL (where replicas share the rows and the hot path is
+	// never used).
+	Synchronous bool
+	// Logger receives the hot path's commit failures (slog.Default when nil).
+	Logger *slog.Logger
+	// CommitEvery is how long the hot path's writer lets movements
+	// accumulate before committing them together (DefaultCommitEvery when
+	// 0, none when negative); a Flush, a refusal being checked or Close
+	// commits at once. It bounds what a crash can lose.
+	CommitEvery time.Duration
 }
+
+// DefaultCommitEvery is the hot path's default batching delay.
+const DefaultCommitEvery = 2 * time.Millisecond
 
 // Ledger is the billing ledger of every workspace.
 type Ledger struct {
@@ -33,15 +50,60 @@ type Ledger struct {
 	plans PlanSource
 	cfg   Config
 	m     *metrics
+	log   *slog.Logger
+	hot   *hot // nil: every movement commits before returning
 }
 
 // New returns the ledger over db. Plans come from plans; AddBalance and
 // spending-limit changes are recorded in log.
+//
+// On SQLite the ledger takes the hot path (README "Hot path") unless
+// cfg.Synchronous: then it must be the only Ledger of that database in the
+// process, and other processes may only add Balance (the operator's
+// command). Close commits what is pending.
 func New(db *store.DB, clk clock.Clock, log *audit.Log, plans PlanSource, cfg Config) *Ledger {
 	if cfg.ReservationTTL <= 0 {
 		cfg.ReservationTTL = DefaultReservationTTL
 	}
-	return &Ledger{db: db, clk: clk, audit: log, plans: plans, cfg: cfg, m: newMetrics()}
+	if cfg.CommitEvery == 0 {
+		cfg.CommitEvery = DefaultCommitEvery
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	l := &Ledger{db: db, clk: clk, audit: log, plans: plans, cfg: cfg, m: newMetrics(), log: cfg.Logger}
+	if db.Dialect() != store.Postgres && !cfg.Synchronous {
+		l.hot = newHot(l)
+	}
+	return l
+}
+
+// Close commits the movements still pending on the hot path and stops its
+// writer; later movements commit before they return. Call it before
+// closing the database.
+func (l *Ledger) Close() error {
+	if l.hot != nil {
+		l.hot.close()
+	}
+	return nil
+}
+
+// Flush waits until every movement made so far is committed (a no-op off
+// the hot path). Reads of the ledger's tables flush first.
+func (l *Ledger) Flush() error {
+	if l.hot == nil {
+		return nil
+	}
+	return l.hot.w.flush()
+}
+
+// exclusive runs fn, a synchronous transaction of workspace ws, ordered
+// with the hot path's movements of ws.
+func (l *Ledger) exclusive(ws string, fn func() error) error {
+	if l.hot == nil {
+		return fn()
+	}
+	return l.hot.exclusive(ws, fn)
 }
 
 // tx runs fn as one ledger transaction of workspace ws.
@@ -105,6 +167,21 @@ func (l *Ledger) Reserve(ctx context.Context, r ReserveRequest) (Reservation, er
 	}
 	if err := checkAmount("amount", r.Amount); err != nil {
 		return Reservation{}, err
+	}
+	if l.hot != nil {
+		if r.Workspace == "" {
+			return Reservation{}, ErrUnknownWorkspace.detail("no workspace given")
+		}
+		out, err := l.hot.reserve(ctx, r, pool)
+		if err != nil {
+			l.m.reservations.WithLabelValues("refused").Inc()
+			if errors.Is(err, ErrRequestTooLarge) {
+				return Reservation{}, err
+			}
+			return Reservation{}, fmt.Errorf("billing: reserve: %w", err)
+		}
+		l.m.reservations.WithLabelValues("reserved").Inc()
+		return out, nil
 	}
 	_, terms, err := l.terms(ctx, r.Workspace)
 	if err != nil {
@@ -199,6 +276,30 @@ func (l *Ledger) Settle(ctx context.Context, reservationID string, actual Micros
 	if actual < 0 || actual > MaxAmount {
 		return ErrInvalidAmount.detail("actual cost must be from 0 to %s dollars, not %d micro-dollars", MaxAmount.USD(), actual)
 	}
+	if l.hot != nil {
+		result, charged, err := l.hot.settle(ctx, reservationID, actual)
+		if !errors.Is(err, errNotHot) {
+			if err != nil {
+				return fmt.Errorf("billing: settle: %w", err)
+			}
+			charged()
+			l.m.reservations.WithLabelValues(result).Inc()
+			return nil
+		}
+		if err := l.hot.w.flush(); err != nil {
+			return err
+		}
+		ws, err := l.workspaceOf(ctx, reservationID)
+		if err != nil {
+			return err
+		}
+		return l.hot.exclusive(ws, func() error { return l.settle(ctx, reservationID, actual) })
+	}
+	return l.settle(ctx, reservationID, actual)
+}
+
+// settle is Settle as one transaction.
+func (l *Ledger) settle(ctx context.Context, reservationID string, actual Micros) error {
 	ws, err := l.workspaceOf(ctx, reservationID)
 	if err != nil {
 		return err
@@ -312,12 +413,35 @@ func (l *Ledger) workspaceOf(ctx context.Context, reservationID string) (string,
 // Releasing a reservation that is already closed (settled, released or
 // expired) is a no-op.
 func (l *Ledger) Release(ctx context.Context, reservationID string) error {
+	if l.hot != nil {
+		err := l.hot.release(ctx, reservationID)
+		if !errors.Is(err, errNotHot) {
+			if err != nil {
+				return fmt.Errorf("billing: release: %w", err)
+			}
+			l.m.reservations.WithLabelValues("released").Inc()
+			return nil
+		}
+		if err := l.hot.w.flush(); err != nil {
+			return err
+		}
+		ws, err := l.workspaceOf(ctx, reservationID)
+		if err != nil {
+			return err
+		}
+		return l.hot.exclusive(ws, func() error { return l.release(ctx, ws, reservationID) })
+	}
 	ws, err := l.workspaceOf(ctx, reservationID)
 	if err != nil {
 		return err
 	}
+	return l.release(ctx, ws, reservationID)
+}
+
+// release is Release as one transaction.
+func (l *Ledger) release(ctx context.Context, ws, reservationID string) error {
 	released := false
-	err = l.tx(ctx, ws, func(t *txn) error {
+	err := l.tx(ctx, ws, func(t *txn) error {
 		var err error
 		released, err = t.release(reservationID, "released")
 		return err
@@ -350,6 +474,9 @@ func (t *txn) release(id, state string) (bool, error) {
 // SettleExpired releases every open reservation past its expiry (its
 // request died without settling) and returns how many.
 func (l *Ledger) SettleExpired(ctx context.Context) (int, error) {
+	if err := l.Flush(); err != nil {
+		return 0, err
+	}
 	rows, err := l.db.QueryContext(ctx, `SELECT id, workspace_id FROM billing_reservations WHERE state = 'open' AND expires_at <= ? ORDER BY expires_at LIMIT 1000`,
 		store.FormatTime(l.clk.Now()))
 	if err != nil {
@@ -371,13 +498,15 @@ func (l *Ledger) SettleExpired(ctx context.Context) (int, error) {
 	n := 0
 	for _, d := range due {
 		var done bool
-		err := l.tx(ctx, d[1], func(t *txn) error {
-			r, err := t.reservation(d[0])
-			if err != nil || r.state != "open" || r.expiresAt.After(t.now) {
+		err := l.exclusive(d[1], func() error {
+			return l.tx(ctx, d[1], func(t *txn) error {
+				r, err := t.reservation(d[0])
+				if err != nil || r.state != "open" || r.expiresAt.After(t.now) {
+					return err
+				}
+				done, err = t.release(d[0], "expired")
 				return err
-			}
-			done, err = t.release(d[0], "expired")
-			return err
+			})
 		})
 		if err != nil {
 			return n, fmt.Errorf("billing: settle expired %s: %w", d[0], err)
@@ -411,41 +540,43 @@ func (l *Ledger) Charge(ctx context.Context, workspace, project, purpose, ref st
 	}
 	var charged Micros
 	done := func() {}
-	err = l.tx(ctx, workspace, func(t *txn) error {
-		if err := t.ensure(); err != nil {
-			return err
-		}
-		if ref != "" {
-			var prev int64
-			err := t.tx.QueryRowContext(ctx, `SELECT charged FROM billing_charges WHERE workspace_id = ? AND purpose = ? AND ref = ?`,
-				workspace, purpose, ref).Scan(&prev)
-			if err == nil {
-				charged = Micros(prev)
-				return nil
-			}
-			if err != sql.ErrNoRows {
+	err = l.exclusive(workspace, func() error {
+		return l.tx(ctx, workspace, func(t *txn) error {
+			if err := t.ensure(); err != nil {
 				return err
 			}
-		}
-		month := monthOf(t.now)
-		c, b, err := t.available(month, pool, terms.credit(pool), amount)
-		if err != nil {
+			if ref != "" {
+				var prev int64
+				err := t.tx.QueryRowContext(ctx, `SELECT charged FROM billing_charges WHERE workspace_id = ? AND purpose = ? AND ref = ?`,
+					workspace, purpose, ref).Scan(&prev)
+				if err == nil {
+					charged = Micros(prev)
+					return nil
+				}
+				if err != sql.ErrNoRows {
+					return err
+				}
+			}
+			month := monthOf(t.now)
+			c, b, err := t.available(month, pool, terms.credit(pool), amount)
+			if err != nil {
+				return err
+			}
+			base := entry{month: month, kind: kindCharge, project: project, purpose: purpose, ref: ref}
+			if err := t.entry(with(base, pool, c)); err != nil {
+				return err
+			}
+			if err := t.entry(with(base, poolBalance, b)); err != nil {
+				return err
+			}
+			charged = c + b
+			done = func() { l.m.charged(purpose, pool, c, b) }
+			if ref != "" {
+				_, err = t.tx.ExecContext(ctx, `INSERT INTO billing_charges (workspace_id, purpose, ref, charged, at) VALUES (?,?,?,?,?)`,
+					workspace, purpose, ref, int64(charged), store.FormatTime(t.now))
+			}
 			return err
-		}
-		base := entry{month: month, kind: kindCharge, project: project, purpose: purpose, ref: ref}
-		if err := t.entry(with(base, pool, c)); err != nil {
-			return err
-		}
-		if err := t.entry(with(base, poolBalance, b)); err != nil {
-			return err
-		}
-		charged = c + b
-		done = func() { l.m.charged(purpose, pool, c, b) }
-		if ref != "" {
-			_, err = t.tx.ExecContext(ctx, `INSERT INTO billing_charges (workspace_id, purpose, ref, charged, at) VALUES (?,?,?,?,?)`,
-				workspace, purpose, ref, int64(charged), store.FormatTime(t.now))
-		}
-		return err
+		})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("billing: charge: %w", err)
@@ -464,25 +595,27 @@ func (l *Ledger) AddBalance(ctx context.Context, workspace string, amount Micros
 	if workspace == "" {
 		return ErrUnknownWorkspace.detail("no workspace given")
 	}
-	err := l.tx(ctx, workspace, func(t *txn) error {
-		if err := t.ensure(); err != nil {
-			return err
-		}
-		a, err := t.account()
-		if err != nil {
-			return err
-		}
-		if a.balance+amount > MaxBalance {
-			return ErrInvalidAmount.detail("the Balance would exceed %s dollars", MaxBalance.USD())
-		}
-		if err := t.entry(entry{month: monthOf(t.now), pool: poolBalance, kind: kindLoad, amount: amount, actor: actor, reason: reason}); err != nil {
-			return err
-		}
-		return l.audit.Record(ctx, t.tx, audit.Event{
-			Workspace: workspace, Action: "billing.balance_add", Category: audit.CategoryBilling,
-			TargetType: "workspace", TargetID: workspace,
-			Summary: fmt.Sprintf("Balance loaded with %s dollars by %s", amount.USD(), actor),
-			Details: map[string]any{"amountMicros": int64(amount), "balanceMicros": int64(a.balance + amount), "actor": actor, "reason": reason},
+	err := l.exclusive(workspace, func() error {
+		return l.tx(ctx, workspace, func(t *txn) error {
+			if err := t.ensure(); err != nil {
+				return err
+			}
+			a, err := t.account()
+			if err != nil {
+				return err
+			}
+			if a.balance+amount > MaxBalance {
+				return ErrInvalidAmount.detail("the Balance would exceed %s dollars", MaxBalance.USD())
+			}
+			if err := t.entry(entry{month: monthOf(t.now), pool: poolBalance, kind: kindLoad, amount: amount, actor: actor, reason: reason}); err != nil {
+				return err
+			}
+			return l.audit.Record(ctx, t.tx, audit.Event{
+				Workspace: workspace, Action: "billing.balance_add", Category: audit.CategoryBilling,
+				TargetType: "workspace", TargetID: workspace,
+				Summary: fmt.Sprintf("Balance loaded with %s dollars by %s", amount.USD(), actor),
+				Details: map[string]any{"amountMicros": int64(amount), "balanceMicros": int64(a.balance + amount), "actor": actor, "reason": reason},
+			})
 		})
 	})
 	if err != nil {
@@ -506,32 +639,34 @@ func (l *Ledger) SetSpendLimitAs(ctx context.Context, p *auth.Principal, workspa
 	if workspace == "" {
 		return ErrUnknownWorkspace.detail("no workspace given")
 	}
-	err := l.tx(ctx, workspace, func(t *txn) error {
-		if err := t.ensure(); err != nil {
-			return err
-		}
-		before, err := t.account()
-		if err != nil {
-			return err
-		}
-		var v any
-		summary := "spending limit removed"
-		if limit != nil {
-			v = int64(*limit)
-			summary = fmt.Sprintf("spending limit set to %s dollars a month", limit.USD())
-		}
-		if _, err := t.tx.ExecContext(ctx, `UPDATE billing_accounts SET spend_limit = ?, updated_at = ? WHERE workspace_id = ?`,
-			v, store.FormatTime(t.now), workspace); err != nil {
-			return err
-		}
-		var was any
-		if before.limit != nil {
-			was = int64(*before.limit)
-		}
-		return l.audit.Record(ctx, t.tx, audit.Event{
-			Workspace: workspace, Actor: p, Action: "billing.spend_limit", Category: audit.CategoryBilling,
-			TargetType: "workspace", TargetID: workspace, Summary: summary,
-			Details: map[string]any{"spendLimitMicros": v, "previousMicros": was},
+	err := l.exclusive(workspace, func() error {
+		return l.tx(ctx, workspace, func(t *txn) error {
+			if err := t.ensure(); err != nil {
+				return err
+			}
+			before, err := t.account()
+			if err != nil {
+				return err
+			}
+			var v any
+			summary := "spending limit removed"
+			if limit != nil {
+				v = int64(*limit)
+				summary = fmt.Sprintf("spending limit set to %s dollars a month", limit.USD())
+			}
+			if _, err := t.tx.ExecContext(ctx, `UPDATE billing_accounts SET spend_limit = ?, updated_at = ? WHERE workspace_id = ?`,
+				v, store.FormatTime(t.now), workspace); err != nil {
+				return err
+			}
+			var was any
+			if before.limit != nil {
+				was = int64(*before.limit)
+			}
+			return l.audit.Record(ctx, t.tx, audit.Event{
+				Workspace: workspace, Actor: p, Action: "billing.spend_limit", Category: audit.CategoryBilling,
+				TargetType: "workspace", TargetID: workspace, Summary: summary,
+				Details: map[string]any{"spendLimitMicros": v, "previousMicros": was},
+			})
 		})
 	})
 	if err != nil {

@@ -6,6 +6,8 @@ import "github.com/prometheus/client_golang/prometheus"
 type metrics struct {
 	reservations *prometheus.CounterVec
 	micros       *prometheus.CounterVec
+	batch        prometheus.Histogram
+	lost         prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -18,6 +20,15 @@ func newMetrics() *metrics {
 			Name: "platform_billing_charged_micros_total",
 			Help: "Micro-dollars charged, by purpose (ai, embeddings, agent, storage) and pool (ai_credit, usage_credit, balance).",
 		}, []string{"purpose", "pool"}),
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "platform_billing_batch_movements",
+			Help:    "Movements (reserve, settle, release) committed per batch transaction on the hot path.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 512, 4096},
+		}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "platform_billing_movements_failed_total",
+			Help: "Hot-path movements whose commit failed (each logged; the workspace's copy is reloaded from the database).",
+		}),
 	}
 }
 
@@ -31,7 +42,8 @@ func (m *metrics) charged(purpose, creditPool string, fromCredit, fromBalance Mi
 }
 
 // Collectors returns the ledger's metrics for the admin /metrics endpoint:
-// platform_billing_reservations_total and platform_billing_charged_micros_total.
+// platform_billing_reservations_total, platform_billing_charged_micros_total,
+// platform_billing_batch_movements and platform_billing_movements_failed_total.
 func (l *Ledger) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{l.m.reservations, l.m.micros}
+	return []prometheus.Collector{l.m.reservations, l.m.micros, l.m.batch, l.m.lost}
 }

@@ -26,6 +26,7 @@ type model struct {
 	mu       sync.Mutex
 	loaded   map[string]Micros // per workspace
 	open     []string          // reservations the test may settle or release
+	again    map[string]bool   // picked reservations to put back in open once their operation returned
 	actual   map[string]Micros // reservation -> actual passed to its first successful Settle
 	released map[string]bool
 	charged  Micros // sum of what Charge returned
@@ -67,6 +68,7 @@ func (m *model) step(t *testing.T, f *fixture, rng *rand.Rand, advance bool) {
 		if !ok {
 			return
 		}
+		defer m.done(id)
 		actual := Micros(rng.Int64N(int64(15 * usd)))
 		err := f.l.Settle(ctx, id, actual)
 		m.mu.Lock()
@@ -85,6 +87,7 @@ func (m *model) step(t *testing.T, f *fixture, rng *rand.Rand, advance bool) {
 		if !ok {
 			return
 		}
+		defer m.done(id)
 		if err := f.l.Release(ctx, id); err != nil {
 			t.Errorf("release: %v", err)
 			return
@@ -128,14 +131,32 @@ func (m *model) pick(rng *rand.Rand) (string, bool) {
 		return "", false
 	}
 	// Taken out of the list, so no two goroutines use one reservation at
-	// once; sometimes put back, so that it is settled or released again.
+	// once; sometimes put back (by done, once the Settle or Release
+	// returned), so that it is settled or released again. A reservation
+	// left in the list while in use could be settled by two goroutines at
+	// once with different costs: the ledger charges the one it commits
+	// first, and the other Settle is a no-op that may well return first,
+	// so the model would record the wrong actual (or miss a Release that
+	// closed the reservation under a Settle).
 	i := rng.IntN(len(m.open))
 	id := m.open[i]
-	if rng.IntN(4) > 0 {
-		m.open[i] = m.open[len(m.open)-1]
-		m.open = m.open[:len(m.open)-1]
+	m.open[i] = m.open[len(m.open)-1]
+	m.open = m.open[:len(m.open)-1]
+	if rng.IntN(4) == 0 {
+		m.again[id] = true
 	}
 	return id, true
+}
+
+// done ends the use of a picked reservation: it goes back in the list if
+// pick chose so.
+func (m *model) done(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.again[id] {
+		delete(m.again, id)
+		m.open = append(m.open, id)
+	}
 }
 
 // check compares the ledger with the model and the invariants.
@@ -205,11 +226,39 @@ func (m *model) check(t *testing.T, f *fixture) {
 	}
 }
 
-func newModel() *model {
-	return &model{loaded: map[string]Micros{}, actual: map[string]Micros{}, released: map[string]bool{}}
+// The model never hands a reservation to a second goroutine while the
+// first is still settling or releasing it: two concurrent Settles of one
+// reservation with different costs leave the model unable to tell which
+// one the ledger charged (TestPropertyNoMoneyCreatedOrLost's concurrent
+// run then failed intermittently on every mode, the synchronous ones
+// included: "charged X + uncollected 0 != actual Y").
+func TestPropertyModelPicksEachReservationOnce(t *testing.T) {
+	for seed := range uint64(32) {
+		m := newModel()
+		m.open = []string{"rsv_a", "rsv_b"}
+		rng := rand.New(rand.NewPCG(seed, 7))
+		inUse := map[string]bool{}
+		for range 3 {
+			id, ok := m.pick(rng)
+			if !ok {
+				continue
+			}
+			if inUse[id] {
+				t.Fatalf("seed %d: %s picked again while its Settle or Release has not returned", seed, id)
+			}
+			inUse[id] = true
+		}
+		if len(inUse) != 2 {
+			t.Fatalf("seed %d: picked %v of rsv_a and rsv_b", seed, inUse)
+		}
+	}
 }
 
-func TestPropertyNoMoneyCreatedOrLost(t *testing.T) { eachEngine(t, testPropertyNoMoneyCreatedOrLost) }
+func newModel() *model {
+	return &model{loaded: map[string]Micros{}, actual: map[string]Micros{}, released: map[string]bool{}, again: map[string]bool{}}
+}
+
+func TestPropertyNoMoneyCreatedOrLost(t *testing.T) { eachMode(t, testPropertyNoMoneyCreatedOrLost) }
 
 func testPropertyNoMoneyCreatedOrLost(t *testing.T, e pgtest.Engine) {
 	for seed := range uint64(3) {

@@ -51,6 +51,9 @@ type Summary struct {
 
 // Summary returns workspace's money this month.
 func (l *Ledger) Summary(ctx context.Context, workspace string) (Summary, error) {
+	if err := l.Flush(); err != nil {
+		return Summary{}, err
+	}
 	plan, terms, err := l.terms(ctx, workspace)
 	if err != nil {
 		return Summary{}, err
@@ -92,7 +95,16 @@ func (l *Ledger) Summary(ctx context.Context, workspace string) (Summary, error)
 // recorded as reserved. It returns an error wrapping ErrMismatch on the
 // first difference.
 func (l *Ledger) Verify(ctx context.Context, workspace string) error {
-	return l.db.Tx(ctx, func(tx *sql.Tx) error { return verify(ctx, tx, workspace) })
+	if err := l.Flush(); err != nil {
+		return err
+	}
+	if err := l.db.Tx(ctx, func(tx *sql.Tx) error { return verify(ctx, tx, workspace) }); err != nil {
+		return err
+	}
+	if l.hot != nil {
+		return l.hot.check(ctx, workspace)
+	}
+	return nil
 }
 
 // verify is Verify inside one transaction, so that it sees one state.
@@ -216,6 +228,9 @@ func verify(ctx context.Context, q store.Querier, workspace string) error {
 
 // Workspaces lists the workspaces that have a ledger, for VerifyAll.
 func (l *Ledger) Workspaces(ctx context.Context) ([]string, error) {
+	if err := l.Flush(); err != nil {
+		return nil, err
+	}
 	rows, err := l.db.QueryContext(ctx, `SELECT workspace_id FROM billing_accounts ORDER BY workspace_id`)
 	if err != nil {
 		return nil, fmt.Errorf("billing: workspaces: %w", err)

@@ -68,32 +68,6 @@ func TestConnectionSettings(t *testing.T) {
 	check("reader", r.Raw, 1)
 }
 
-func TestLimiter(t *testing.T) {
-	l := newLimiter()
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range 3 {
-		if ok, _ := l.allow("w", t0.Add(time.Duration(i)*time.Second), 3, time.Minute); !ok {
-			t.Fatalf("request %d refused", i)
-		}
-	}
-	if ok, wait := l.allow("w", t0.Add(10*time.Second), 3, time.Minute); ok || wait != 50*time.Second {
-		t.Fatalf("4th: %v %s, want refused for 50s", ok, wait)
-	}
-	if ok, _ := l.allow("other", t0.Add(10*time.Second), 3, time.Minute); !ok {
-		t.Fatal("another workspace is limited separately")
-	}
-	if ok, _ := l.allow("w", t0.Add(time.Minute), 3, time.Minute); !ok {
-		t.Fatal("the oldest left the window")
-	}
-	if ok, wait := l.allow("w", t0.Add(time.Minute), 3, time.Minute); ok || wait != time.Second {
-		t.Fatalf("then: %v %s, want refused for 1s", ok, wait)
-	}
-	l.allow("w", t0.Add(time.Hour), 3, time.Minute) // sweeps idle workspaces
-	if _, ok := l.m["other"]; ok {
-		t.Fatal("idle workspace kept")
-	}
-}
-
 func TestDecodeParam(t *testing.T) {
 	for _, tc := range []struct {
 		raw  string

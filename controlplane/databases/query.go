@@ -5,7 +5,8 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"errors"
-	"math"
+	"fmt"
+	"github.com/svcplatform/platform/controlplane/ratelimit"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/api"
@@ -182,10 +183,14 @@ func (s *Service) run(ctx context.Context, p *auth.Principal, id string, j *job)
 		return nil, err
 	}
 	lim := s.Limits()
-	if ok, wait := s.limiter.allow(rec.Workspace, s.d.Clock.Now(), lim.RequestsPerWindow, lim.Window); !ok {
-		e := api.E(api.KindRateLimited, "rate_limited", "the workspace sent %d query requests in %s: wait %s", lim.RequestsPerWindow, lim.Window, wait.Round(time.Second)).
+	d, err := s.limiter.Allow(ctx, ratelimit.Key{Workspace: rec.Workspace, Bucket: "databases.query"}, ratelimit.PerWindow(lim.RequestsPerWindow, lim.Window), 1)
+	if err != nil {
+		return nil, api.Internal(fmt.Errorf("databases: rate limit: %w", err))
+	}
+	if !d.Allowed {
+		e := api.E(api.KindRateLimited, "rate_limited", "the workspace sent %d query requests in %s: wait %s", lim.RequestsPerWindow, lim.Window, d.RetryAfter.Round(time.Second)).
 			With("limit", lim.RequestsPerWindow)
-		e.RetryAfter = int(math.Ceil(wait.Seconds()))
+		e.RetryAfter = d.RetryAfterSeconds()
 		return nil, e
 	}
 	j.readOnly = true

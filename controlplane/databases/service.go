@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/svcplatform/platform/controlplane/ratelimit"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -196,6 +197,9 @@ type Deps struct {
 	DB *store.DB
 	// Clock tells the time of records, the rate limit and the plan cache.
 	Clock clock.Clock
+	// Limiter is the workspace query rate limit, shared by the replicas on
+	// PostgreSQL (ratelimit.For(DB, Clock) when nil).
+	Limiter ratelimit.Limiter
 	// Audit records creates, retries, deletes and exports.
 	Audit *audit.Log
 	// Meter receives query and row counts.
@@ -222,7 +226,7 @@ type Service struct {
 
 	records *records
 	open    *handles
-	limiter *limiter
+	limiter ratelimit.Limiter
 	usage   *usage
 	storage *storage
 	exports sync.WaitGroup
@@ -258,7 +262,10 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	s.limits.Store(&lim)
 	s.records = newRecords(d.DB)
 	s.open = newHandles(cfg.MaxOpen)
-	s.limiter = newLimiter()
+	s.limiter = d.Limiter
+	if s.limiter == nil {
+		s.limiter = ratelimit.For(d.DB, d.Clock)
+	}
 	s.usage = newUsage(d.Meter)
 	s.storage = newStorage()
 	if d.Cluster != nil {

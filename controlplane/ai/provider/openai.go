@@ -265,6 +265,24 @@ func (s *oaStream) Next() (Delta, error) {
 			s.finish()
 			return Delta{}, io.EOF
 		}
+		if fc, ok := decodeFastChunk(data); ok {
+			// The plain chunk, read without encoding/json (fastchunk.go).
+			if len(fc.model) > 0 && string(fc.model) != s.res.Model {
+				s.res.Model = string(fc.model)
+			}
+			if fc.choices == 0 {
+				continue
+			}
+			if fc.hasFinish && len(fc.finish) > 0 {
+				s.res.FinishReason = normalizeOpenAIFinish(string(fc.finish))
+			}
+			if fc.hasContent && len(fc.content) > 0 {
+				text := string(fc.content)
+				s.text.WriteString(text)
+				return Delta{Text: text}, nil
+			}
+			continue
+		}
 		s.chunk = oaAnswer{}
 		if err := json.Unmarshal(data, &s.chunk); err != nil {
 			return Delta{}, &Error{Provider: s.name, Kind: ErrProtocol, Err: err}

@@ -1,0 +1,924 @@
+package billing
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/svcplatform/platform/controlplane/store"
+)
+
+// The hot path: on SQLite (one process owns the database) Reserve, Settle
+// and Release decide in memory, against a per-workspace copy of the
+// balance rows, and hand the ledger entries to one writer that commits
+// them in batches, off the caller's path. Each movement is still an entry
+// written in the same transaction as the rows it changes; only the commit
+// happens later, grouped with the other requests' commits. See README.md
+// "Hot path" for what a crash can lose and why no money is made or lost.
+
+// maxPending bounds the movements waiting for the writer: past it, callers
+// wait for a commit (backpressure instead of unbounded memory).
+const maxPending = 4096
+
+// writerTimeout bounds one batch transaction.
+const writerTimeout = 30 * time.Second
+
+// hot is the in-memory side of a Ledger on SQLite.
+type hot struct {
+	l *Ledger
+	w *writer
+
+	// Plans are kept per workspace until a plan change arrives on
+	// PlanChannel (sent by accounts when it commits one).
+	stopListen context.CancelFunc
+	listening  sync.WaitGroup
+	noTerms    atomic.Bool // no notifications: read the plan every time
+
+	mu  sync.Mutex
+	wss map[string]*hotWS
+	idx map[string]string // open reservation id -> workspace
+}
+
+// hotWS is one workspace's copy of its balance rows and open reservations.
+// Its mutex orders every decision about the workspace; a copy is correct
+// while loaded: every change to the workspace's rows since the load went
+// through it, or through an exclusive operation that unloaded it.
+type hotWS struct {
+	mu     sync.Mutex
+	dirty  atomic.Bool // a movement failed to commit: reload before use
+	loaded bool
+	floor  string // the oldest month loaded; rows of later months not in months are zero
+	acct   account
+	months map[monthKey]*monthRow
+	open   map[string]*reservation
+
+	terms      Terms
+	termsOK    bool
+	termsStale atomic.Bool // the plan changed: read it again
+}
+
+type monthKey struct{ month, pool string }
+
+func newHot(l *Ledger) *hot {
+	h := &hot{l: l, w: newWriter(l), wss: map[string]*hotWS{}, idx: map[string]string{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	ch, err := l.db.Notifier().Listen(ctx, PlanChannel)
+	if err != nil {
+		cancel()
+		h.noTerms.Store(true)
+		l.log.Warn("billing: plan changes not received; reading plans every time", "err", err)
+		return h
+	}
+	h.stopListen = cancel
+	h.listening.Add(1)
+	go func() {
+		defer h.listening.Done()
+		for ws := range ch {
+			h.mu.Lock()
+			for id, w := range h.wss {
+				if ws == "" || id == ws {
+					w.termsStale.Store(true)
+				}
+			}
+			h.mu.Unlock()
+		}
+		h.noTerms.Store(true)
+	}()
+	return h
+}
+
+// PlanChannel is the store notification channel on which accounts
+// announces a workspace's plan change (payload: the workspace id).
+const PlanChannel = "workspace_plans"
+
+// termsOf returns ws's terms, from w's copy unless the plan changed.
+func (h *hot) termsOf(ctx context.Context, ws string, w *hotWS) (Terms, error) {
+	if w.termsStale.Swap(false) || h.noTerms.Load() {
+		w.termsOK = false
+	}
+	if w.termsOK {
+		return w.terms, nil
+	}
+	_, t, err := h.l.terms(ctx, ws)
+	if err != nil {
+		return Terms{}, err
+	}
+	w.terms, w.termsOK = t, true
+	return t, nil
+}
+
+// close stops listening for plan changes.
+func (h *hot) close() {
+	if h.stopListen != nil {
+		h.stopListen()
+		h.listening.Wait()
+	}
+	h.w.close()
+}
+
+// ws returns workspace id's state, locked.
+func (h *hot) ws(id string) *hotWS {
+	h.mu.Lock()
+	w := h.wss[id]
+	if w == nil {
+		w = &hotWS{}
+		h.wss[id] = w
+	}
+	h.mu.Unlock()
+	w.mu.Lock()
+	if w.dirty.Swap(false) && w.loaded {
+		h.unload(w)
+	}
+	return w
+}
+
+// load reads workspace ws's rows (creating its account row, or refusing an
+// unknown workspace) after every pending movement was committed. w is
+// locked by the caller.
+func (h *hot) load(ctx context.Context, ws string, w *hotWS) error {
+	if err := h.w.flush(); err != nil {
+		return err
+	}
+	now := h.l.clk.Now()
+	floor := monthOf(monthStart(now).AddDate(0, -1, 0))
+	acct := account{}
+	months := map[monthKey]*monthRow{}
+	open := map[string]*reservation{}
+	err := h.l.tx(ctx, ws, func(t *txn) error {
+		if err := t.ensure(); err != nil {
+			return err
+		}
+		var err error
+		if acct, err = t.account(); err != nil {
+			return err
+		}
+		rows, err := t.tx.QueryContext(ctx, `SELECT month, pool, used, reserved FROM billing_months WHERE workspace_id = ? AND month >= ?`, ws, floor)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var k monthKey
+			m := &monthRow{}
+			if err := rows.Scan(&k.month, &k.pool, &m.used, &m.reserved); err != nil {
+				rows.Close()
+				return err
+			}
+			months[k] = m
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows, err = t.tx.QueryContext(ctx, `SELECT id, workspace_id, project_id, purpose, ref, month, credit_pool, state,
+			amount, held_credit, held_balance, charged, expires_at FROM billing_reservations WHERE workspace_id = ? AND state = 'open'`, ws)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r := &reservation{}
+			var exp string
+			if err := rows.Scan(&r.id, &r.ws, &r.project, &r.purpose, &r.ref, &r.month, &r.creditPool, &r.state,
+				&r.amount, &r.heldCredit, &r.heldBalance, &r.charged, &exp); err != nil {
+				return err
+			}
+			r.expiresAt = store.ParseTime(exp)
+			open[r.id] = r
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return fmt.Errorf("billing: load %s: %w", ws, err)
+	}
+	w.loaded, w.floor, w.acct, w.months, w.open = true, floor, acct, months, open
+	h.mu.Lock()
+	for id := range open {
+		h.idx[id] = ws
+	}
+	h.mu.Unlock()
+	return nil
+}
+
+// unload forgets w's copy (after an exclusive operation changed the rows).
+func (h *hot) unload(w *hotWS) {
+	h.mu.Lock()
+	for id := range w.open {
+		delete(h.idx, id)
+	}
+	h.mu.Unlock()
+	w.loaded, w.acct, w.months, w.open = false, account{}, nil, nil
+}
+
+// month returns w's row for (month, pool), reading an old month's from the
+// database (after a flush) when it was not loaded.
+func (h *hot) month(ctx context.Context, ws string, w *hotWS, month, pool string) (*monthRow, error) {
+	k := monthKey{month, pool}
+	if m := w.months[k]; m != nil {
+		return m, nil
+	}
+	m := &monthRow{}
+	if month < w.floor {
+		if err := h.w.flush(); err != nil {
+			return nil, err
+		}
+		v, err := readMonth(ctx, h.l.db, ws, month, pool)
+		if err != nil {
+			return nil, fmt.Errorf("billing: month %s %s: %w", month, pool, err)
+		}
+		*m = v
+	}
+	w.months[k] = m
+	return m, nil
+}
+
+// apply mirrors txn.entry on the copy (same arithmetic, same rows).
+func (h *hot) apply(ctx context.Context, ws string, w *hotWS, e entry) error {
+	if e.amount == 0 {
+		return nil
+	}
+	m, err := h.month(ctx, ws, w, e.month, e.pool)
+	if err != nil {
+		return err
+	}
+	switch e.kind {
+	case kindHold:
+		m.reserved += e.amount
+		if e.pool == poolBalance {
+			w.acct.reserved += e.amount
+		}
+	case kindRelease:
+		m.reserved -= e.amount
+		if e.pool == poolBalance {
+			w.acct.reserved -= e.amount
+		}
+	case kindCharge:
+		m.used += e.amount
+		if e.pool == poolBalance {
+			w.acct.balance -= e.amount
+		}
+	default:
+		return fmt.Errorf("billing: %s entry on the hot path", e.kind)
+	}
+	return nil
+}
+
+// exclusive runs fn, a synchronous ledger transaction of workspace ws,
+// with every pending movement committed first and ws's copy reloaded
+// afterwards: loads, limit changes, direct charges, expiry and anything
+// the copy does not know go through here.
+func (h *hot) exclusive(ws string, fn func() error) error {
+	w := h.ws(ws)
+	defer w.mu.Unlock()
+	if err := h.w.flush(); err != nil {
+		return err
+	}
+	defer h.unload(w)
+	return fn()
+}
+
+// reserve is Reserve on the copy. A refusal is decided again on a fresh
+// copy (after a flush), so money loaded by another process (the operator's
+// balance command) counts and every refusal is exact.
+func (h *hot) reserve(ctx context.Context, r ReserveRequest, pool string) (Reservation, error) {
+	w := h.ws(r.Workspace)
+	defer w.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		terms, err := h.termsOf(ctx, r.Workspace, w)
+		if err != nil {
+			return Reservation{}, err
+		}
+		perRequest := r.MaxPerRequest
+		if perRequest == 0 && pool == poolAICredit {
+			perRequest = terms.MaxPerRequest
+		}
+		if perRequest > 0 && r.Amount > perRequest {
+			return Reservation{}, ErrRequestTooLarge.detail("estimate %s dollars, at most %s per request", r.Amount.USD(), perRequest.USD())
+		}
+		if !w.loaded {
+			if err := h.load(ctx, r.Workspace, w); err != nil {
+				return Reservation{}, err
+			}
+		}
+		res, err := h.tryReserve(ctx, r, pool, terms, w)
+		if err == nil {
+			return res, nil
+		}
+		refused := errors.Is(err, ErrCreditsExhausted) || errors.Is(err, ErrCreditsInsufficient) || errors.Is(err, ErrSpendLimit)
+		if !refused || attempt > 0 {
+			if !refused {
+				h.unload(w) // the copy may be ahead of what is stored
+			}
+			return res, err
+		}
+		// Decide again on what is stored now, with the plan as it is now
+		// (an upgrade this instant, a load by another process).
+		h.unload(w)
+		w.termsOK = false
+	}
+}
+
+func (h *hot) tryReserve(ctx context.Context, r ReserveRequest, pool string, terms Terms, w *hotWS) (Reservation, error) {
+	now := h.l.clk.Now()
+	month := monthOf(now)
+	cm, err := h.month(ctx, r.Workspace, w, month, pool)
+	if err != nil {
+		return Reservation{}, err
+	}
+	a := w.acct
+	creditLeft := max0(terms.credit(pool) - cm.used - cm.reserved)
+	available := a.balance - a.reserved
+	fromCredit := min(creditLeft, r.Amount)
+	fromBalance := r.Amount - fromCredit
+	if fromBalance > 0 {
+		switch {
+		case creditLeft == 0 && available == 0:
+			return Reservation{}, ErrCreditsExhausted
+		case fromBalance > available:
+			return Reservation{}, ErrCreditsInsufficient.detail("estimate %s dollars, %s left", r.Amount.USD(), (creditLeft + available).USD())
+		}
+		if a.limit != nil {
+			bm, err := h.month(ctx, r.Workspace, w, month, poolBalance)
+			if err != nil {
+				return Reservation{}, err
+			}
+			if bm.used+bm.reserved+fromBalance > *a.limit {
+				return Reservation{}, ErrSpendLimit.detail("limit %s dollars, %s spent or held this month, this request needs %s more",
+					a.limit.USD(), (bm.used + bm.reserved).USD(), fromBalance.USD())
+			}
+		}
+	}
+	out := Reservation{ID: store.NewID("rsv"), Amount: r.Amount, ExpiresAt: now.Add(h.l.cfg.ReservationTTL)}
+	res := &reservation{id: out.ID, ws: r.Workspace, project: r.Project, purpose: r.Purpose, ref: r.Ref, month: month, creditPool: pool,
+		state: "open", amount: r.Amount, heldCredit: fromCredit, heldBalance: fromBalance, expiresAt: out.ExpiresAt}
+	base := entry{month: month, kind: kindHold, project: r.Project, purpose: r.Purpose, ref: r.Ref, reservation: out.ID}
+	entries := []entry{with(base, pool, fromCredit), with(base, poolBalance, fromBalance)}
+	for _, e := range entries {
+		if err := h.apply(ctx, r.Workspace, w, e); err != nil {
+			return Reservation{}, err
+		}
+	}
+	w.open[out.ID] = res
+	h.mu.Lock()
+	h.idx[out.ID] = r.Workspace
+	h.mu.Unlock()
+	row := *res
+	return out, h.w.enqueue(op{ws: r.Workspace, now: now, res: &row, entries: entries})
+}
+
+// errNotHot: the reservation is not an open one of a loaded copy; the
+// caller takes the synchronous path.
+var errNotHot = errors.New("billing: reservation not on the hot path")
+
+// owner returns the locked copy holding open reservation id.
+func (h *hot) owner(id string) (*hotWS, string, *reservation, bool) {
+	h.mu.Lock()
+	ws, ok := h.idx[id]
+	h.mu.Unlock()
+	if !ok {
+		return nil, "", nil, false
+	}
+	w := h.ws(ws)
+	if r := w.open[id]; w.loaded && r != nil {
+		return w, ws, r, true
+	}
+	w.mu.Unlock()
+	return nil, "", nil, false
+}
+
+// settle is Settle of an open reservation on the copy, or errNotHot.
+func (h *hot) settle(ctx context.Context, id string, actual Micros) (result string, charged func(), err error) {
+	w, ws, r, ok := h.owner(id)
+	if !ok {
+		return "", nil, errNotHot
+	}
+	defer w.mu.Unlock()
+	defer func() {
+		if err != nil {
+			h.unload(w) // the copy may be ahead of what was queued
+		}
+	}()
+	now := h.l.clk.Now()
+	base := entry{month: r.month, project: r.project, purpose: r.purpose, ref: r.ref, reservation: r.id}
+	base.kind = kindRelease
+	entries := []entry{with(base, r.creditPool, r.heldCredit), with(base, poolBalance, r.heldBalance)}
+	fromCredit := min(actual, r.heldCredit)
+	fromBalance := min(actual-fromCredit, r.heldBalance)
+	base.kind = kindCharge
+	entries = append(entries, with(base, r.creditPool, fromCredit), with(base, poolBalance, fromBalance))
+	for _, e := range entries {
+		if err := h.apply(ctx, ws, w, e); err != nil {
+			return "", nil, err
+		}
+	}
+	if excess := actual - fromCredit - fromBalance; excess > 0 {
+		// Above what was held: only what is available now (txn.available).
+		terms, err := h.termsOf(ctx, ws, w)
+		if err != nil {
+			return "", nil, err
+		}
+		cm, err := h.month(ctx, ws, w, r.month, r.creditPool)
+		if err != nil {
+			return "", nil, err
+		}
+		c := min(excess, max0(terms.credit(r.creditPool)-cm.used-cm.reserved))
+		room := w.acct.balance - w.acct.reserved
+		if w.acct.limit != nil {
+			bm, err := h.month(ctx, ws, w, r.month, poolBalance)
+			if err != nil {
+				return "", nil, err
+			}
+			room = min(room, max0(*w.acct.limit-bm.used-bm.reserved))
+		}
+		b := min(excess-c, room)
+		more := []entry{with(base, r.creditPool, c), with(base, poolBalance, b)}
+		for _, e := range more {
+			if err := h.apply(ctx, ws, w, e); err != nil {
+				return "", nil, err
+			}
+		}
+		entries = append(entries, more...)
+		fromCredit, fromBalance = fromCredit+c, fromBalance+b
+	}
+	h.forget(w, id)
+	total, uncollected := fromCredit+fromBalance, actual-fromCredit-fromBalance
+	purpose, pool := r.purpose, r.creditPool
+	charged = func() { h.l.m.charged(purpose, pool, fromCredit, fromBalance) }
+	return "settled", charged, h.w.enqueue(op{ws: ws, now: now, entries: entries,
+		close: &closing{id: id, state: "settled", charged: total, uncollected: uncollected}})
+}
+
+// release is Release of an open reservation on the copy, or errNotHot.
+func (h *hot) release(ctx context.Context, id string) (err error) {
+	w, ws, r, ok := h.owner(id)
+	if !ok {
+		return errNotHot
+	}
+	defer w.mu.Unlock()
+	defer func() {
+		if err != nil {
+			h.unload(w) // the copy may be ahead of what was queued
+		}
+	}()
+	base := entry{month: r.month, kind: kindRelease, project: r.project, purpose: r.purpose, ref: r.ref, reservation: r.id}
+	entries := []entry{with(base, r.creditPool, r.heldCredit), with(base, poolBalance, r.heldBalance)}
+	for _, e := range entries {
+		if err := h.apply(ctx, ws, w, e); err != nil {
+			return err
+		}
+	}
+	h.forget(w, id)
+	return h.w.enqueue(op{ws: ws, now: h.l.clk.Now(), entries: entries, close: &closing{id: id, state: "released"}})
+}
+
+func (h *hot) forget(w *hotWS, id string) {
+	delete(w.open, id)
+	h.mu.Lock()
+	delete(h.idx, id)
+	h.mu.Unlock()
+}
+
+// check compares the loaded copy of ws with the stored rows (Verify).
+func (h *hot) check(ctx context.Context, ws string) error {
+	w := h.ws(ws)
+	defer w.mu.Unlock()
+	if !w.loaded {
+		return nil
+	}
+	if err := h.w.flush(); err != nil {
+		return err
+	}
+	a, err := readAccount(ctx, h.l.db, ws)
+	if err != nil {
+		return err
+	}
+	if a.balance != w.acct.balance || a.reserved != w.acct.reserved || (a.limit == nil) != (w.acct.limit == nil) ||
+		(a.limit != nil && *a.limit != *w.acct.limit) {
+		return fmt.Errorf("%w: %s: memory holds balance %d reserved %d, the database %d %d", ErrMismatch, ws,
+			w.acct.balance, w.acct.reserved, a.balance, a.reserved)
+	}
+	for k, m := range w.months {
+		d, err := readMonth(ctx, h.l.db, ws, k.month, k.pool)
+		if err != nil {
+			return err
+		}
+		if d != *m {
+			return fmt.Errorf("%w: %s: memory holds %s %s used %d reserved %d, the database %d %d", ErrMismatch, ws,
+				k.month, k.pool, m.used, m.reserved, d.used, d.reserved)
+		}
+	}
+	return nil
+}
+
+// errNoReservationRow is a closing whose reservation was never stored.
+var errNoReservationRow = errors.New("no stored reservation to close")
+
+// op is one movement for the writer, of workspace ws at now: a
+// reservation to insert, ledger entries, a reservation to close; or run,
+// any other work in the batch's transaction.
+type op struct {
+	ws      string
+	now     time.Time
+	res     *reservation
+	entries []entry
+	close   *closing
+	run     func(t *txn) error
+}
+
+// closing closes a reservation.
+type closing struct {
+	id, state            string
+	charged, uncollected Micros
+}
+
+// writer commits movements in batches: whatever accumulated while the
+// previous batch committed goes in the next transaction.
+type writer struct {
+	l *Ledger
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	pending  []op
+	seq      uint64 // movements enqueued
+	done     uint64 // movements committed or given up
+	started  bool
+	closed   bool
+	wake     chan struct{}
+	urgent   chan struct{} // a flush, Close or a long queue: commit without lingering
+	exited   chan struct{}
+	failed   atomic.Int64 // movements that failed to commit
+	stMu     sync.Mutex   // held by a commit: guards st
+	st       *stmts
+	stClosed bool
+}
+
+func newWriter(l *Ledger) *writer {
+	w := &writer{l: l, wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1), exited: make(chan struct{})}
+	w.cond = sync.NewCond(&w.mu)
+	return w
+}
+
+// enqueue hands o to the writer; past maxPending it first waits for a
+// commit. After close it commits o at once.
+func (w *writer) enqueue(o op) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return w.commit([]op{o})
+	}
+	for uint64(len(w.pending)) >= maxPending {
+		w.cond.Wait()
+	}
+	if !w.started {
+		w.started = true
+		go w.loop()
+	}
+	w.pending = append(w.pending, o)
+	w.seq++
+	long := len(w.pending) >= maxPending/2
+	w.mu.Unlock()
+	poke(w.wake)
+	if long {
+		poke(w.urgent)
+	}
+	return nil
+}
+
+// poke signals c without blocking (a full buffer is already a signal).
+func poke(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// flush waits until every movement enqueued before it is committed.
+func (w *writer) flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	target := w.seq
+	if w.done < target {
+		poke(w.urgent)
+	}
+	for w.done < target {
+		w.cond.Wait()
+	}
+	return nil
+}
+
+func (w *writer) loop() {
+	defer close(w.exited)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	for range w.wake {
+		// Let movements accumulate for CommitEvery (one commit, one fsync
+		// and one update of each balance row for all of them) unless
+		// someone waits for them.
+		if d := w.l.cfg.CommitEvery; d > 0 {
+			linger.Reset(d)
+			select {
+			case <-linger.C:
+			case <-w.urgent:
+				linger.Stop()
+			}
+		}
+		for {
+			w.mu.Lock()
+			batch := w.pending
+			w.pending = nil
+			w.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			if err := w.commit(batch); err != nil {
+				w.l.log.Error("billing: movements not committed", "count", len(batch), "err", err)
+			}
+			w.mu.Lock()
+			w.done += uint64(len(batch))
+			w.cond.Broadcast()
+			w.mu.Unlock()
+		}
+		w.mu.Lock()
+		stop := w.closed && len(w.pending) == 0
+		w.mu.Unlock()
+		if stop {
+			return
+		}
+	}
+}
+
+// commit writes batch in one transaction; when that fails, each movement
+// in its own, so that one bad movement does not lose the others. A
+// movement that fails alone is counted as lost, logged, and its
+// workspace's copy reloaded from what was stored.
+func (w *writer) commit(batch []op) error {
+	ctx, cancel := context.WithTimeout(context.Background(), writerTimeout)
+	defer cancel()
+	w.stMu.Lock()
+	defer w.stMu.Unlock()
+	err := w.l.db.Tx(ctx, func(tx *sql.Tx) error { return w.write(ctx, tx, batch) })
+	w.l.m.batch.Observe(float64(len(batch)))
+	if err == nil {
+		return nil
+	}
+	if len(batch) > 1 {
+		err = nil
+		for _, o := range batch {
+			if e := w.l.db.Tx(ctx, func(tx *sql.Tx) error { return w.write(ctx, tx, []op{o}) }); e != nil {
+				err = errors.Join(err, w.fail(o, e))
+			}
+		}
+		return err
+	}
+	return w.fail(batch[0], err)
+}
+
+// Statements of the batch writer, prepared once.
+const (
+	sqlInsertReservation = `INSERT INTO billing_reservations
+		(id, workspace_id, project_id, purpose, ref, month, credit_pool, amount, held_credit, held_balance, state, created_at, expires_at)
+		VALUES (?,?,?,?,?,?,?,?,?,?,'open',?,?)`
+	sqlInsertEntry = `INSERT INTO billing_entries
+		(id, workspace_id, at, month, pool, kind, amount, project_id, purpose, ref, reservation_id, actor, reason)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	sqlEnsureMonth = `INSERT INTO billing_months (workspace_id, month, pool) VALUES (?,?,?)
+		ON CONFLICT (workspace_id, month, pool) DO NOTHING`
+	sqlUpdateMonth   = `UPDATE billing_months SET used = used + ?, reserved = reserved + ? WHERE workspace_id = ? AND month = ? AND pool = ?`
+	sqlUpdateAccount = `UPDATE billing_accounts SET balance = balance + ?, reserved = reserved + ?, updated_at = ? WHERE workspace_id = ?`
+	sqlClose         = `UPDATE billing_reservations SET state = ?, charged = ?, uncollected = ?, closed_at = ? WHERE id = ?`
+)
+
+// stmts are the writer's prepared statements (database/sql keeps one per
+// connection it runs on).
+type stmts struct {
+	insertReservation, insertEntry, ensureMonth, updateMonth, updateAccount, close *sql.Stmt
+}
+
+func (w *writer) prepare(ctx context.Context) (*stmts, error) {
+	if w.st != nil {
+		return w.st, nil
+	}
+	if w.stClosed {
+		return nil, errWriterClosed
+	}
+	st := &stmts{}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		q   string
+	}{{&st.insertReservation, sqlInsertReservation}, {&st.insertEntry, sqlInsertEntry}, {&st.ensureMonth, sqlEnsureMonth},
+		{&st.updateMonth, sqlUpdateMonth}, {&st.updateAccount, sqlUpdateAccount}, {&st.close, sqlClose}} {
+		s, err := w.l.db.PrepareContext(ctx, p.q)
+		if err != nil {
+			st.closeAll()
+			return nil, fmt.Errorf("billing: prepare: %w", err)
+		}
+		*p.dst = s
+	}
+	w.st = st
+	return st, nil
+}
+
+var errWriterClosed = errors.New("billing: writer closed")
+
+// prepareTx prepares the statements in tx alone.
+func (w *writer) prepareTx(ctx context.Context, tx *sql.Tx) (*stmts, error) {
+	st := &stmts{}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		q   string
+	}{{&st.insertReservation, sqlInsertReservation}, {&st.insertEntry, sqlInsertEntry}, {&st.ensureMonth, sqlEnsureMonth},
+		{&st.updateMonth, sqlUpdateMonth}, {&st.updateAccount, sqlUpdateAccount}, {&st.close, sqlClose}} {
+		s, err := tx.PrepareContext(ctx, p.q)
+		if err != nil {
+			st.closeAll()
+			return nil, fmt.Errorf("billing: prepare: %w", err)
+		}
+		*p.dst = s
+	}
+	return st, nil
+}
+
+func (st *stmts) closeAll() {
+	for _, s := range []*sql.Stmt{st.insertReservation, st.insertEntry, st.ensureMonth, st.updateMonth, st.updateAccount, st.close} {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
+// write applies batch in tx: every reservation row, entry and closing as
+// its movement says, and the balance rows changed once each by the sum of
+// the batch's entries (the same arithmetic as txn.entry, in the same
+// transaction as the entries).
+func (w *writer) write(ctx context.Context, tx *sql.Tx, batch []op) error {
+	st, err := w.prepare(ctx)
+	if errors.Is(err, errWriterClosed) {
+		// After Close: statements prepared for this transaction only.
+		if st, err = w.prepareTx(ctx, tx); err != nil {
+			return err
+		}
+		defer st.closeAll()
+	}
+	if err != nil {
+		return err
+	}
+	// The statements bound to this transaction, made once per batch.
+	bound := map[*sql.Stmt]*sql.Stmt{}
+	stmt := func(s *sql.Stmt) *sql.Stmt {
+		b := bound[s]
+		if b == nil {
+			b = tx.StmtContext(ctx, s)
+			bound[s] = b
+		}
+		return b
+	}
+	type monthDelta struct {
+		ws string
+		monthKey
+	}
+	type delta struct{ used, reserved, balance Micros }
+	months := map[monthDelta]*delta{}
+	accounts := map[string]*delta{}
+	var mkeys []monthDelta
+	var akeys []string
+	for _, o := range batch {
+		if o.run != nil {
+			if err := o.run(&txn{ctx: ctx, tx: tx, now: o.now, ws: o.ws}); err != nil {
+				return err
+			}
+		}
+		ts := store.FormatTime(o.now)
+		if r := o.res; r != nil {
+			if _, err := stmt(st.insertReservation).ExecContext(ctx, r.id, r.ws, r.project, r.purpose, r.ref, r.month, r.creditPool,
+				int64(r.amount), int64(r.heldCredit), int64(r.heldBalance), ts, store.FormatTime(r.expiresAt)); err != nil {
+				return fmt.Errorf("billing: reserve: %w", err)
+			}
+		}
+		for _, e := range o.entries {
+			if e.amount == 0 {
+				continue
+			}
+			if e.amount < 0 {
+				return fmt.Errorf("billing: negative %s entry %d", e.kind, e.amount)
+			}
+			if _, err := stmt(st.insertEntry).ExecContext(ctx, store.NewID("ble"), o.ws, ts, e.month, e.pool, e.kind, int64(e.amount),
+				e.project, e.purpose, e.ref, e.reservation, e.actor, e.reason); err != nil {
+				return fmt.Errorf("billing: entry: %w", err)
+			}
+			k := monthDelta{o.ws, monthKey{e.month, e.pool}}
+			m := months[k]
+			if m == nil {
+				m = &delta{}
+				months[k] = m
+				mkeys = append(mkeys, k)
+			}
+			var a *delta
+			if e.pool == poolBalance {
+				if a = accounts[o.ws]; a == nil {
+					a = &delta{}
+					accounts[o.ws] = a
+					akeys = append(akeys, o.ws)
+				}
+			}
+			switch e.kind {
+			case kindHold:
+				m.reserved += e.amount
+				if a != nil {
+					a.reserved += e.amount
+				}
+			case kindRelease:
+				m.reserved -= e.amount
+				if a != nil {
+					a.reserved -= e.amount
+				}
+			case kindCharge:
+				m.used += e.amount
+				if a != nil {
+					a.balance -= e.amount
+				}
+			default:
+				return fmt.Errorf("billing: %s entry on the hot path", e.kind)
+			}
+		}
+		if c := o.close; c != nil {
+			res, err := stmt(st.close).ExecContext(ctx, c.state, int64(c.charged), int64(c.uncollected), ts, c.id)
+			if err != nil {
+				return fmt.Errorf("billing: close %s: %w", c.id, err)
+			}
+			// A reservation whose insert failed alone (the one-by-one retry
+			// of a failed batch) has no row: its closing and entries must
+			// not commit without the hold they release.
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
+				return fmt.Errorf("billing: close %s: %w", c.id, errNoReservationRow)
+			}
+		}
+	}
+	for _, k := range mkeys {
+		d := months[k]
+		if _, err := stmt(st.ensureMonth).ExecContext(ctx, k.ws, k.month, k.pool); err != nil {
+			return fmt.Errorf("billing: month row: %w", err)
+		}
+		if d.used == 0 && d.reserved == 0 {
+			continue
+		}
+		if _, err := stmt(st.updateMonth).ExecContext(ctx, int64(d.used), int64(d.reserved), k.ws, k.month, k.pool); err != nil {
+			return fmt.Errorf("billing: month %s %s: %w", k.month, k.pool, err)
+		}
+	}
+	now := store.FormatTime(batch[len(batch)-1].now)
+	for _, ws := range akeys {
+		d := accounts[ws]
+		if d.balance == 0 && d.reserved == 0 {
+			continue
+		}
+		if _, err := stmt(st.updateAccount).ExecContext(ctx, int64(d.balance), int64(d.reserved), now, ws); err != nil {
+			return fmt.Errorf("billing: balance %s: %w", ws, err)
+		}
+	}
+	return nil
+}
+
+func (w *writer) fail(o op, err error) error {
+	w.l.m.lost.Inc()
+	w.failed.Add(1)
+	w.l.hot.stale(o.ws)
+	return fmt.Errorf("%s: %w", o.ws, err)
+}
+
+// close commits what is pending and stops the writer.
+func (w *writer) close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.closed = true
+	started := w.started
+	w.mu.Unlock()
+	if started {
+		poke(w.wake)
+		poke(w.urgent)
+		<-w.exited
+	}
+	w.stMu.Lock()
+	defer w.stMu.Unlock()
+	if w.st != nil {
+		w.st.closeAll()
+		w.st = nil
+	}
+	w.stClosed = true
+}
+
+// stale marks ws's copy for a reload (a movement of it failed to commit),
+// without waiting for its lock: the writer never takes a workspace lock.
+func (h *hot) stale(ws string) {
+	h.mu.Lock()
+	w := h.wss[ws]
+	h.mu.Unlock()
+	if w != nil {
+		w.dirty.Store(true)
+	}
+}
