@@ -231,6 +231,10 @@ const jobDatabaseStorage = "databases.storage"
 // jobMediaStorage records the bytes media assets store, once a day.
 const jobMediaStorage = "media.storage"
 
+// jobBlobsGC deletes blobs no commit or deployment names, older than a
+// day, once a day.
+const jobBlobsGC = "blobs.gc"
+
 // Media returns the media area (its tests process uploads through it).
 func (cp *ControlPlane) Media() *media.Service { return cp.media }
 
@@ -402,6 +406,18 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	cp.onClose(cp.deploys.Close)
 	cp.Projects.SetDeployments(cp.deploys)
 	cp.Projects.AddDependent(cp.deploys.Dependent())
+	// Blob cleanup: blobs no repo commit or deployment names any more, once
+	// a day, on one replica at a time (controlplane/blobs/README.md).
+	cp.Jobs.Register(jobBlobsGC, func(ctx context.Context, _ jobs.Job) error {
+		st, err := blobs.Collect(ctx, cp.blobs, []blobs.RefSource{cp.repos, cp.deploys}, clk.Now(), blobs.DefaultGrace)
+		if err != nil {
+			return err
+		}
+		log.Info("controlplane: blob cleanup", "listed", st.Listed, "referenced", st.Referenced, "kept_young", st.KeptYoung,
+			"deleted", st.Deleted, "bytes_freed", st.BytesFreed, "missing", st.Missing)
+		return nil
+	}, jobs.KindOptions{MaxAttempts: 5, Backoff: []time.Duration{time.Minute, 10 * time.Minute, time.Hour}, Timeout: time.Hour})
+	cp.Jobs.Every(jobBlobsGC, 24*time.Hour)
 	if cfg.OriginProbeEvery > 0 {
 		cp.deploys.RunProber(context.Background(), cfg.OriginProbeEvery)
 	}

@@ -24,6 +24,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // ErrNotFound is returned for a blob the store does not hold.
@@ -83,6 +84,7 @@ func (s *Store) Put(data []byte) (sum string, written bool, err error) {
 	sum = Sum(data)
 	p, _ := s.Path(sum)
 	if _, err := os.Stat(p); err == nil {
+		touch(p)
 		return sum, false, nil
 	}
 	dir := filepath.Dir(p)
@@ -114,6 +116,14 @@ func (s *Store) Put(data []byte) (sum string, written bool, err error) {
 	}
 	syncDir(dir)
 	return sum, true, nil
+}
+
+// touch renews a deduplicated blob's time: a write that found it held
+// names it again, so cleanup (gc.go) must see it as young. Best effort: a
+// blob whose time cannot change is still there for the writer.
+func touch(p string) {
+	now := time.Now()
+	os.Chtimes(p, now, now)
 }
 
 // Has reports whether the store holds the blob named sum.

@@ -39,6 +39,10 @@ func (s *Store) PutReader(ctx context.Context, r io.Reader) (Info, bool, error) 
 	sum := hex.EncodeToString(h.Sum(nil))
 	p, _ := s.Path(sum)
 	if st, err := os.Stat(p); err == nil {
+		touch(p)
+		if st2, err := os.Stat(p); err == nil {
+			st = st2
+		}
 		return Info{Sum: sum, Size: st.Size(), ModTime: st.ModTime()}, false, nil
 	}
 	dir := filepath.Dir(p)

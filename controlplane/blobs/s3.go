@@ -173,6 +173,11 @@ func (s *S3) PutReader(ctx context.Context, r io.Reader) (Info, bool, error) {
 // name.
 func (s *S3) putKnown(ctx context.Context, sum string, r io.Reader, size int64) (bool, error) {
 	if _, err := s.Stat(ctx, sum); err == nil {
+		// Held already: renew its time for cleanup (gc.go) by copying it
+		// onto itself; best effort, the writer has its blob either way.
+		s.client.CopyObject(ctx, minio.CopyDestOptions{Bucket: s.cfg.Bucket, Object: s.key(sum), ReplaceMetadata: true,
+			UserMetadata: map[string]string{"Platform-Touched": "1"}},
+			minio.CopySrcOptions{Bucket: s.cfg.Bucket, Object: s.key(sum)})
 		return false, nil
 	} else if !errors.Is(err, ErrNotFound) {
 		return false, err
