@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -283,12 +284,15 @@ func (s *sharedCerts) warm() {
 }
 
 // GetCertificate returns the certificate of the requested server name (the
-// apps domain when the client sent none). Hosts outside the apps domain
+// apps domain when the client sent none or an IP address). Hosts outside the apps domain
 // that no site of the configuration answers at are refused without asking
 // the control plane.
 func (s *sharedCerts) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	host := strings.ToLower(strings.TrimSuffix(hello.ServerName, "."))
-	if host == "" {
+	if host == "" || net.ParseIP(host) != nil {
+		// No name, or an address where a name belongs (RFC 6066 allows
+		// none, yet wrk and some clients send it): the apps domain's
+		// certificate, as nginx answers with its default one.
 		host = s.domain
 	}
 	ctx := hello.Context()

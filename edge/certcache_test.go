@@ -475,3 +475,25 @@ func TestCertsFallback(t *testing.T) {
 		own(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<html>a captive portal</html>")) }, t.TempDir())
 	})
 }
+
+// TestSharedCertsWithoutName: a handshake with no server name, or with an
+// IP address where a name belongs (wrk sends one), gets the apps domain's
+// certificate instead of a failed handshake.
+func TestSharedCertsWithoutName(t *testing.T) {
+	ce := newCertsEnv(t)
+	a := ce.edge(t, "edge a")
+	sc := newSharedCerts(&certClient{base: ce.front.URL, token: a.cfg.Token, http: http.DefaultClient}, ce.roots(t), "apps.test", t.TempDir(),
+		a.edge.servesHost, time.Now, quiet)
+	for _, name := range []string{"", "127.0.0.1", "::1", "203.0.113.9"} {
+		c, err := sc.GetCertificate(&tls.ClientHelloInfo{ServerName: name})
+		if err != nil {
+			t.Fatalf("server name %q: %v", name, err)
+		}
+		if err := c.Leaf.VerifyHostname("apps.test"); err != nil {
+			t.Fatalf("server name %q: %v", name, err)
+		}
+	}
+	if _, err := sc.GetCertificate(&tls.ClientHelloInfo{ServerName: "ghost.example.com"}); err == nil {
+		t.Fatal("a name no site answers at got a certificate")
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -98,18 +97,9 @@ func (p *mediaOriginPool) get(base string) (*origin, error) {
 	if o := p.m[base]; o != nil {
 		return o, nil
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") ||
-		u.RawQuery != "" || u.User != nil {
+	u, hostPort, err := parseOriginBase(base)
+	if err != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
 		return nil, fmt.Errorf("origin %q is not an http(s) base URL", base)
-	}
-	hostPort := u.Host
-	if u.Port() == "" {
-		port := "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-		hostPort = net.JoinHostPort(u.Hostname(), port)
 	}
 	isTLS := u.Scheme == "https"
 	// The control plane is the platform itself: no guard (it is on

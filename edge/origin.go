@@ -74,17 +74,9 @@ func (op *originPool) get(base string, managed bool) (*origin, error) {
 	if o := op.m[key]; o != nil {
 		return o, nil
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("origin %q is not an http(s) base URL", base)
-	}
-	hostPort := u.Host
-	if u.Port() == "" {
-		port := "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-		hostPort = net.JoinHostPort(u.Hostname(), port)
+	u, hostPort, err := parseOriginBase(base)
+	if err != nil {
+		return nil, err
 	}
 	idle := op.cfg.OriginIdleTimeout
 	dialer := netguard.Dialer(op.cfg.AllowPrivateNetworks || managed, op.cfg.own...)
@@ -315,4 +307,22 @@ func ownAddrs(list []string) ([]netip.AddrPort, error) {
 		out = append(out, ap)
 	}
 	return out, nil
+}
+
+// parseOriginBase reads an origin's base URL: http or https with a host,
+// and the host:port to dial (the scheme's port when none is given).
+func parseOriginBase(base string) (*url.URL, string, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, "", fmt.Errorf("origin %q is not an http(s) base URL", base)
+	}
+	hostPort := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		hostPort = net.JoinHostPort(u.Hostname(), port)
+	}
+	return u, hostPort, nil
 }

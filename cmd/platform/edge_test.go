@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -78,7 +80,8 @@ func TestServeRunsTheEdge(t *testing.T) {
 	o.httpsAddr = https
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, "serve", o, quiet) }()
+	var logs syncBuffer
+	go func() { done <- run(ctx, "serve", o, slog.New(slog.NewTextHandler(&logs, nil))) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -86,6 +89,11 @@ func TestServeRunsTheEdge(t *testing.T) {
 		}
 	}()
 	waitReady(t, o.adminAddr)
+	// The API served before the edge started, so the edge found the
+	// control plane at once (it waited 10 s for it and fell back before).
+	if strings.Contains(logs.String(), "control plane unreachable") {
+		t.Fatalf("the in-process edge could not reach the API at start:\n%s", logs.String())
+	}
 	api := func(method, path, body string) string {
 		req, _ := http.NewRequest(method, "http://"+o.apiAddr+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+o.bootstrapKey)
@@ -113,6 +121,17 @@ func TestServeRunsTheEdge(t *testing.T) {
 	api("POST", "/api/repos/"+repo+"/commits", `{"message":"m","files":[{"path":"index.html","content":"<h1>hello from serve</h1>"}]}`)
 	api("POST", "/api/repos/"+repo+"/deploy", `{"projectId":"`+project+`"}`)
 
+	// The edge serves the installation's CA, the one the control plane
+	// keeps (it asked the API for it at start), written where users find it.
+	resp, err := http.Get("http://" + o.apiAddr + "/api/edge/certs/ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	installation, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if onDisk, err := os.ReadFile(filepath.Join(o.data, "ca", "ca.pem")); err != nil || !bytes.Equal(bytes.TrimSpace(onDisk), bytes.TrimSpace(installation)) {
+		t.Fatalf("DATA/ca/ca.pem is not the installation CA the API serves (%v)", err)
+	}
 	client := edgeClient(t, filepath.Join(o.data, "ca", "ca.pem"), https)
 	deadline := time.Now().Add(20 * time.Second)
 	for {

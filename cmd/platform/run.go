@@ -116,6 +116,13 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 		}
 	}
 
+	// The API serves first: the in-process edge asks it for the
+	// installation's certificates and configuration as it starts.
+	apiSrv := &http.Server{Handler: cp.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 5 * time.Minute,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 2)
+	go func() { errc <- serveOn(apiSrv, apiLn) }()
+
 	ready := func() bool { return true }
 	var ed *edge.Edge
 	if cmd == "serve" {
@@ -128,7 +135,7 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 			}
 		}
 		if err != nil {
-			apiLn.Close()
+			apiSrv.Close()
 			adminLn.Close()
 			return err
 		}
@@ -139,12 +146,7 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 		printEdge(ed, o)
 	}
 
-	apiSrv := &http.Server{Handler: cp.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 5 * time.Minute,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	adminSrv := newAdminServer(reg, ready)
-
-	errc := make(chan error, 2)
-	go func() { errc <- serveOn(apiSrv, apiLn) }()
 	go func() { errc <- serveOn(adminSrv, adminLn) }()
 	log.Info("platform started", "command", cmd, "api", apiLn.Addr().String(), "admin", adminLn.Addr().String(), "data", o.data)
 	err = serveUntil(ctx, ed, errc, apiSrv, adminSrv)
