@@ -419,3 +419,26 @@ func TestIssueConcurrent(t *testing.T) {
 		})
 	}
 }
+
+// TestServesMediaHost: the media playback host gets a certificate of its
+// own (OpenSSL clients such as curl refuse *.localhost for it), and only
+// the host the snapshot names.
+func TestServesMediaHost(t *testing.T) {
+	snap := snapshot.Snapshot{AppsDomain: "apps.test", Media: &snapshot.Media{Host: "media.apps.test", Origin: "http://127.0.0.1:7070"}}
+	for _, tc := range []struct {
+		host string
+		want bool
+	}{
+		{"media.apps.test", true},
+		{"MEDIA.apps.test", true},
+		{"video.apps.test", false},
+		{"apps.test", true},
+	} {
+		if got := serves(snap, tc.host); got != tc.want {
+			t.Errorf("serves(%q) = %v, want %v", tc.host, got, tc.want)
+		}
+	}
+	if serves(snapshot.Snapshot{AppsDomain: "apps.test"}, "media.apps.test") {
+		t.Error("a media host served without one in the snapshot")
+	}
+}

@@ -228,10 +228,13 @@ func (s *Service) Issue(ctx context.Context, host string) (certwire.LocalCert, e
 }
 
 // serves reports whether host is the apps domain, its wildcard
-// (certwire.WildcardPrefix) or a site's host.
+// (certwire.WildcardPrefix), the media playback host or a site's host.
 func serves(snap snapshot.Snapshot, host string) bool {
 	d := strings.ToLower(snap.AppsDomain)
 	if host == d || host == certwire.WildcardPrefix+d {
+		return true
+	}
+	if snap.Media != nil && strings.EqualFold(snap.Media.Host, host) {
 		return true
 	}
 	for _, site := range snap.Sites {
