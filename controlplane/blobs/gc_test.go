@@ -290,7 +290,10 @@ func TestDedupRenewsTime(t *testing.T) {
 			}
 			for _, put := range []func() (time.Time, error){
 				func() (time.Time, error) { _, _, err := b.Put(data); return time.Time{}, err },
-				func() (time.Time, error) { in, _, err := b.PutReader(ctx, bytes.NewReader(data)); return in.ModTime, err },
+				func() (time.Time, error) {
+					in, _, err := b.PutReader(ctx, bytes.NewReader(data))
+					return in.ModTime, err
+				},
 			} {
 				if _, err := put(); err != nil {
 					t.Fatal(err)
