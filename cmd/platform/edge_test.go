@@ -148,6 +148,25 @@ func TestServeRunsTheEdge(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The playback host: the edge forwards a playback path to the API's
+	// playback route (its JSON 404 for an asset that does not exist), with
+	// a certificate of its own, and answers anything else itself.
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{"/media/med_nosuchasset/master.m3u8", `"error"`},
+		{"/api/projects", "not found"},
+	} {
+		resp, err := client.Get("https://media.localhost" + tc.path)
+		if err != nil {
+			t.Fatalf("playback host %s: %v", tc.path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 404 || !strings.Contains(string(b), tc.want) {
+			t.Fatalf("playback host %s: %d %q, want 404 with %s", tc.path, resp.StatusCode, b, tc.want)
+		}
+	}
 	if v := metric(t, o.adminAddr, "platform_edge_config_version"); v == "" || v == "0" {
 		t.Errorf("platform_edge_config_version = %q", v)
 	}
