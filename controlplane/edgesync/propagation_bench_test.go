@@ -233,7 +233,7 @@ func runPropagation(b *testing.B, saveVia *benchReplica, edgesOn []*benchReplica
 // the process's CPU per second while the edges wait idle. The edges run
 // in the benchmark's process too; while idle they are blocked in reads.
 //
-//	go test -run XXX -bench Propagation -benchtime 50x ./controlplane/edgesync/
+//	go test -run '^$' -bench Propagation -benchtime 50x ./controlplane/edgesync/
 func BenchmarkPropagation(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) {
 		r := startReplica(b, "", b.TempDir(), "", "")

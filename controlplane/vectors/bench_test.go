@@ -23,7 +23,7 @@ import (
 // p50/p99 latency per query, recall@10 against the exact path, upserts per
 // second and memory per vector. Run it with
 //
-//	go test -run XXX -bench Collection100k -benchtime 1x -timeout 60m ./controlplane/vectors/
+//	go test -run '^$' -bench Collection100k -benchtime 1x -timeout 60m ./controlplane/vectors/
 //
 // (VECTORS_BENCH_N changes the vector count.)
 func BenchmarkCollection100k(b *testing.B) {

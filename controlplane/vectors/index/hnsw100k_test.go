@@ -26,7 +26,7 @@ import (
 // links only, so the search code can change between runs), so a run after
 // the first takes seconds (VECTORS_BENCH_M and _EFC build other graphs):
 //
-//	go test -run XXX -bench HNSW100k -benchtime 1x ./controlplane/vectors/index/
+//	go test -run '^$' -bench HNSW100k -benchtime 1x ./controlplane/vectors/index/
 func BenchmarkHNSW100k(b *testing.B) {
 	n, dims, clusters, nq := 100_000, 768, 100, 200
 	if s := os.Getenv("VECTORS_BENCH_N"); s != "" {
