@@ -31,7 +31,7 @@ func (h Handlers) Playground(w http.ResponseWriter, r *http.Request) error {
 
 func (h Handlers) chat(w http.ResponseWriter, r *http.Request, surface string) error {
 	var req ChatRequest
-	if err := api.Decode(r, &req, false); err != nil {
+	if err := decodeChat(r, &req); err != nil {
 		return err
 	}
 	in, err := req.input(r.Header.Get("X-Service-Project"), surface)
@@ -47,7 +47,7 @@ func (h Handlers) chat(w http.ResponseWriter, r *http.Request, surface string) e
 			}
 			return err
 		}
-		api.WriteJSON(w, http.StatusOK, ans)
+		writeAnswer(w, ans)
 		return nil
 	}
 	sink := newNativeSink(w)

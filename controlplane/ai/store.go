@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,10 +129,8 @@ func (r *recorder) flush(ctx context.Context) error {
 		return nil
 	}
 	err := r.db.Tx(ctx, func(tx *sql.Tx) error {
-		for i := range batch {
-			if err := insertRecord(ctx, tx, &batch[i]); err != nil {
-				return err
-			}
+		if err := insertRecords(ctx, tx, batch); err != nil {
+			return err
 		}
 		if now.Sub(r.purged) >= time.Hour {
 			cut := store.FormatTime(now.AddDate(0, 0, -HistoryDays))
@@ -182,34 +181,105 @@ func (r *recorder) flush(ctx context.Context) error {
 	return nil
 }
 
-func insertRecord(ctx context.Context, tx *sql.Tx, rec *Record) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO ai_requests
-		(id, workspace_id, project_id, kind, surface, model_requested, model_used, provider, fell_back_from, status, error_code,
-		 stream, tokens_in, tokens_out, inputs, cost_micros, latency_ms, created_at)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		rec.ID, rec.workspace, rec.ProjectID, rec.Kind, rec.Surface, rec.ModelRequested, rec.ModelUsed, rec.Provider,
-		rec.FellBackFrom, rec.Status, rec.ErrorCode, rec.Stream, rec.TokensIn, rec.TokensOut, rec.Inputs,
-		int64(rec.CostMicros), rec.LatencyMs, store.FormatTime(rec.At))
-	if err != nil {
-		return fmt.Errorf("ai: insert request %s: %w", rec.ID, err)
+// recordCols is the number of columns of one ai_requests row.
+const recordCols = 18
+
+// maxRowsPerInsert bounds the rows of one multi-row INSERT (18 values
+// each: well under SQLite's and PostgreSQL's parameter limits).
+const maxRowsPerInsert = 64
+
+// insertRecords writes batch's history rows with multi-row INSERTs, then
+// each month total touched once with the batch's sums.
+func insertRecords(ctx context.Context, tx *sql.Tx, batch []Record) error {
+	args := make([]any, 0, min(len(batch), maxRowsPerInsert)*recordCols)
+	// The few distinct workspaces, models, providers and statuses of a
+	// batch are each put in an interface once, not once per row.
+	boxed := map[string]any{}
+	box := func(s string) any {
+		if s == "" {
+			return ""
+		}
+		v, ok := boxed[s]
+		if !ok {
+			v = s
+			boxed[s] = v
+		}
+		return v
 	}
-	if rec.ModelUsed == "" && rec.CostMicros == 0 {
-		return nil
+	for start := 0; start < len(batch); start += maxRowsPerInsert {
+		rows := batch[start:min(start+maxRowsPerInsert, len(batch))]
+		args = args[:0]
+		for i := range rows {
+			rec := &rows[i]
+			args = append(args, rec.ID, box(rec.workspace), box(rec.ProjectID), box(rec.Kind), box(rec.Surface), box(rec.ModelRequested),
+				box(rec.ModelUsed), box(rec.Provider), box(rec.FellBackFrom), box(rec.Status), box(rec.ErrorCode), rec.Stream, rec.TokensIn,
+				rec.TokensOut, rec.Inputs, int64(rec.CostMicros), rec.LatencyMs, store.FormatTime(rec.At))
+		}
+		if _, err := tx.ExecContext(ctx, insertRecordsSQL(len(rows)), args...); err != nil {
+			return fmt.Errorf("ai: insert %d requests from %s: %w", len(rows), rows[0].ID, err)
+		}
 	}
-	model := rec.ModelUsed
-	if model == "" {
-		model = rec.ModelRequested
+	type monthKey struct{ ws, month, model, project string }
+	type sums struct{ requests, in, out, cost int64 }
+	totals := map[monthKey]*sums{}
+	var keys []monthKey // in the batch's order: the same statements every time
+	for i := range batch {
+		rec := &batch[i]
+		if rec.ModelUsed == "" && rec.CostMicros == 0 {
+			continue
+		}
+		model := rec.ModelUsed
+		if model == "" {
+			model = rec.ModelRequested
+		}
+		k := monthKey{rec.workspace, rec.At.UTC().Format("2006-01"), model, rec.ProjectID}
+		t := totals[k]
+		if t == nil {
+			t = &sums{}
+			totals[k] = t
+			keys = append(keys, k)
+		}
+		t.requests++
+		t.in += rec.TokensIn
+		t.out += rec.TokensOut
+		t.cost += int64(rec.CostMicros)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO ai_spend_month (workspace_id, month, model, project_id, requests, tokens_in, tokens_out, cost_micros)
-		VALUES (?,?,?,?,1,?,?,?)
+	for _, k := range keys {
+		t := totals[k]
+		_, err := tx.ExecContext(ctx, `INSERT INTO ai_spend_month (workspace_id, month, model, project_id, requests, tokens_in, tokens_out, cost_micros)
+		VALUES (?,?,?,?,?,?,?,?)
 		ON CONFLICT (workspace_id, month, model, project_id) DO UPDATE SET
-			requests = ai_spend_month.requests + 1, tokens_in = ai_spend_month.tokens_in + excluded.tokens_in,
+			requests = ai_spend_month.requests + excluded.requests, tokens_in = ai_spend_month.tokens_in + excluded.tokens_in,
 			tokens_out = ai_spend_month.tokens_out + excluded.tokens_out, cost_micros = ai_spend_month.cost_micros + excluded.cost_micros`,
-		rec.workspace, rec.At.UTC().Format("2006-01"), model, rec.ProjectID, rec.TokensIn, rec.TokensOut, int64(rec.CostMicros))
-	if err != nil {
-		return fmt.Errorf("ai: month totals: %w", err)
+			k.ws, k.month, k.model, k.project, t.requests, t.in, t.out, t.cost)
+		if err != nil {
+			return fmt.Errorf("ai: month totals: %w", err)
+		}
 	}
 	return nil
+}
+
+// insertSQL caches the multi-row INSERT text by row count.
+var insertSQL sync.Map // int -> string
+
+func insertRecordsSQL(rows int) string {
+	if q, ok := insertSQL.Load(rows); ok {
+		return q.(string)
+	}
+	var b strings.Builder
+	b.WriteString(`INSERT INTO ai_requests
+		(id, workspace_id, project_id, kind, surface, model_requested, model_used, provider, fell_back_from, status, error_code,
+		 stream, tokens_in, tokens_out, inputs, cost_micros, latency_ms, created_at) VALUES `)
+	row := "(" + strings.TrimSuffix(strings.Repeat("?,", recordCols), ",") + ")"
+	for i := 0; i < rows; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(row)
+	}
+	q := b.String()
+	insertSQL.Store(rows, q)
+	return q
 }
 
 // listRecords returns the newest calls of the last 30 days.

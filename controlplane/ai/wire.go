@@ -68,6 +68,9 @@ func contentText(raw json.RawMessage, i int) (string, error) {
 	}
 	switch raw[0] {
 	case '"':
+		if s, ok := plainString(raw); ok {
+			return s, nil
+		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return "", api.Invalid("messages[%d].content: %v", i, err)

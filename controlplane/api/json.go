@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,13 +64,13 @@ func DecodeReader(body io.Reader, dst any, allowEmpty bool) error {
 
 // DecodeBytes decodes data as Decode does.
 func DecodeBytes(data []byte, dst any, allowEmpty bool) error {
-	if len(strings.TrimSpace(string(data))) == 0 {
+	if len(bytes.TrimSpace(data)) == 0 {
 		if allowEmpty {
 			return nil
 		}
 		return Invalid("request body is empty; send a JSON object")
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return decodeError(data, err)

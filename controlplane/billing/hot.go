@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -550,9 +551,12 @@ type writer struct {
 	urgent   chan struct{} // a flush, Close or a long queue: commit without lingering
 	exited   chan struct{}
 	failed   atomic.Int64 // movements that failed to commit
-	stMu     sync.Mutex   // held by a commit: guards st
+	stMu     sync.Mutex   // held by a commit: guards st and the row buffers
 	st       *stmts
 	stClosed bool
+
+	resRows, entRows rowBuf
+	boxed            map[string]any
 }
 
 func newWriter(l *Ledger) *writer {
@@ -678,12 +682,6 @@ func (w *writer) commit(batch []op) error {
 
 // Statements of the batch writer, prepared once.
 const (
-	sqlInsertReservation = `INSERT INTO billing_reservations
-		(id, workspace_id, project_id, purpose, ref, month, credit_pool, amount, held_credit, held_balance, state, created_at, expires_at)
-		VALUES (?,?,?,?,?,?,?,?,?,?,'open',?,?)`
-	sqlInsertEntry = `INSERT INTO billing_entries
-		(id, workspace_id, at, month, pool, kind, amount, project_id, purpose, ref, reservation_id, actor, reason)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`
 	sqlEnsureMonth = `INSERT INTO billing_months (workspace_id, month, pool) VALUES (?,?,?)
 		ON CONFLICT (workspace_id, month, pool) DO NOTHING`
 	sqlUpdateMonth   = `UPDATE billing_months SET used = used + ?, reserved = reserved + ? WHERE workspace_id = ? AND month = ? AND pool = ?`
@@ -691,10 +689,73 @@ const (
 	sqlClose         = `UPDATE billing_reservations SET state = ?, charged = ?, uncollected = ?, closed_at = ? WHERE id = ?`
 )
 
+// Rows of one table are inserted by multi-row INSERTs of 2^k rows (k <
+// rowGroups): a batch of n rows takes popcount-many statements (of at most
+// maxGroup rows each), prepared once per size.
+const (
+	rowGroups = 6
+	maxGroup  = 1 << (rowGroups - 1)
+)
+
+// Columns of the multi-row inserts (a reservation row is written with its
+// state: one opened and closed in the same batch is inserted closed).
+const (
+	sqlInsertReservations = `INSERT INTO billing_reservations
+		(id, workspace_id, project_id, purpose, ref, month, credit_pool, amount, held_credit, held_balance, state, charged, uncollected,
+		 created_at, expires_at, closed_at) VALUES `
+	reservationCols  = 16
+	sqlInsertEntries = `INSERT INTO billing_entries
+		(id, workspace_id, at, month, pool, kind, amount, project_id, purpose, ref, reservation_id, actor, reason) VALUES `
+	entryCols = 13
+)
+
+// multiRow is head followed by rows groups of cols placeholders.
+func multiRow(head string, cols, rows int) string {
+	var b strings.Builder
+	b.WriteString(head)
+	for r := 0; r < rows; r++ {
+		if r > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('(')
+		for c := 0; c < cols; c++ {
+			if c > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('?')
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
 // stmts are the writer's prepared statements (database/sql keeps one per
 // connection it runs on).
 type stmts struct {
-	insertReservation, insertEntry, ensureMonth, updateMonth, updateAccount, close *sql.Stmt
+	ensureMonth, updateMonth, updateAccount, close *sql.Stmt
+	// reservations[k] and entries[k] insert 2^k rows.
+	reservations, entries [rowGroups]*sql.Stmt
+}
+
+// all lists the statements with their text, for preparing and closing.
+func (st *stmts) all() []struct {
+	dst **sql.Stmt
+	q   string
+} {
+	out := []struct {
+		dst **sql.Stmt
+		q   string
+	}{{&st.ensureMonth, sqlEnsureMonth}, {&st.updateMonth, sqlUpdateMonth}, {&st.updateAccount, sqlUpdateAccount}, {&st.close, sqlClose}}
+	for k := 0; k < rowGroups; k++ {
+		out = append(out, struct {
+			dst **sql.Stmt
+			q   string
+		}{&st.reservations[k], multiRow(sqlInsertReservations, reservationCols, 1<<k)}, struct {
+			dst **sql.Stmt
+			q   string
+		}{&st.entries[k], multiRow(sqlInsertEntries, entryCols, 1<<k)})
+	}
+	return out
 }
 
 func (w *writer) prepare(ctx context.Context) (*stmts, error) {
@@ -705,11 +766,7 @@ func (w *writer) prepare(ctx context.Context) (*stmts, error) {
 		return nil, errWriterClosed
 	}
 	st := &stmts{}
-	for _, p := range []struct {
-		dst **sql.Stmt
-		q   string
-	}{{&st.insertReservation, sqlInsertReservation}, {&st.insertEntry, sqlInsertEntry}, {&st.ensureMonth, sqlEnsureMonth},
-		{&st.updateMonth, sqlUpdateMonth}, {&st.updateAccount, sqlUpdateAccount}, {&st.close, sqlClose}} {
+	for _, p := range st.all() {
 		s, err := w.l.db.PrepareContext(ctx, p.q)
 		if err != nil {
 			st.closeAll()
@@ -726,11 +783,7 @@ var errWriterClosed = errors.New("billing: writer closed")
 // prepareTx prepares the statements in tx alone.
 func (w *writer) prepareTx(ctx context.Context, tx *sql.Tx) (*stmts, error) {
 	st := &stmts{}
-	for _, p := range []struct {
-		dst **sql.Stmt
-		q   string
-	}{{&st.insertReservation, sqlInsertReservation}, {&st.insertEntry, sqlInsertEntry}, {&st.ensureMonth, sqlEnsureMonth},
-		{&st.updateMonth, sqlUpdateMonth}, {&st.updateAccount, sqlUpdateAccount}, {&st.close, sqlClose}} {
+	for _, p := range st.all() {
 		s, err := tx.PrepareContext(ctx, p.q)
 		if err != nil {
 			st.closeAll()
@@ -742,11 +795,38 @@ func (w *writer) prepareTx(ctx context.Context, tx *sql.Tx) (*stmts, error) {
 }
 
 func (st *stmts) closeAll() {
-	for _, s := range []*sql.Stmt{st.insertReservation, st.insertEntry, st.ensureMonth, st.updateMonth, st.updateAccount, st.close} {
-		if s != nil {
+	for _, p := range st.all() {
+		if s := *p.dst; s != nil {
 			s.Close()
 		}
 	}
+}
+
+// rowBuf accumulates the rows of one table's multi-row inserts (the
+// writer's, reused batch after batch).
+type rowBuf struct {
+	cols int
+	args []any
+}
+
+// exec inserts the accumulated rows, in order, with the fewest statements
+// of stmts' sizes, and empties b.
+func (b *rowBuf) exec(ctx context.Context, groups *[rowGroups]*sql.Stmt, stmt func(*sql.Stmt) *sql.Stmt) error {
+	args := b.args
+	for n := len(args) / b.cols; n > 0; {
+		k := rowGroups - 1
+		for 1<<k > n {
+			k--
+		}
+		m := (1 << k) * b.cols
+		if _, err := stmt(groups[k]).ExecContext(ctx, args[:m]...); err != nil {
+			return err
+		}
+		args, n = args[m:], n-1<<k
+	}
+	clear(b.args)
+	b.args = b.args[:0]
+	return nil
 }
 
 // write applies batch in tx: every reservation row, entry and closing as
@@ -784,18 +864,83 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, batch []op) error {
 	accounts := map[string]*delta{}
 	var mkeys []monthDelta
 	var akeys []string
+	// A reservation opened and closed within the batch is inserted as it
+	// ends the transaction, closed: one row written once instead of an
+	// INSERT and an UPDATE of the same row in the same transaction.
+	type closedAt struct {
+		c  *closing
+		ts string
+	}
+	var folded map[string]closedAt
+	for _, o := range batch {
+		if o.res != nil && o.close == nil {
+			if folded == nil {
+				folded = map[string]closedAt{}
+			}
+			folded[o.res.id] = closedAt{}
+		}
+	}
+	for _, o := range batch {
+		if c := o.close; c != nil {
+			if _, ok := folded[c.id]; ok {
+				folded[c.id] = closedAt{c: c, ts: store.FormatTime(o.now)}
+			}
+		}
+	}
+	// Each distinct string of the batch (workspace, month, pool, a
+	// reservation's id on its hold and on its settle, ...) is put in an
+	// interface once, not once per row it appears in.
+	boxed := w.boxed
+	if boxed == nil {
+		boxed = map[string]any{}
+		w.boxed = boxed
+	}
+	defer clear(boxed)
+	box := func(s string) any {
+		if s == "" {
+			return ""
+		}
+		v, ok := boxed[s]
+		if !ok {
+			v = s
+			boxed[s] = v
+		}
+		return v
+	}
+	res, ents := &w.resRows, &w.entRows
+	res.cols, ents.cols = reservationCols, entryCols
+	defer func() { // an error leaves rows behind: the next batch starts empty
+		clear(res.args)
+		clear(ents.args)
+		res.args, ents.args = res.args[:0], ents.args[:0]
+	}()
+	insert := func() error {
+		if err := res.exec(ctx, &st.reservations, stmt); err != nil {
+			return fmt.Errorf("billing: reserve: %w", err)
+		}
+		if err := ents.exec(ctx, &st.entries, stmt); err != nil {
+			return fmt.Errorf("billing: entry: %w", err)
+		}
+		return nil
+	}
 	for _, o := range batch {
 		if o.run != nil {
+			if err := insert(); err != nil { // keep the batch's order
+				return err
+			}
 			if err := o.run(&txn{ctx: ctx, tx: tx, now: o.now, ws: o.ws}); err != nil {
 				return err
 			}
 		}
 		ts := store.FormatTime(o.now)
+		wsArg, tsArg := box(o.ws), box(ts)
 		if r := o.res; r != nil {
-			if _, err := stmt(st.insertReservation).ExecContext(ctx, r.id, r.ws, r.project, r.purpose, r.ref, r.month, r.creditPool,
-				int64(r.amount), int64(r.heldCredit), int64(r.heldBalance), ts, store.FormatTime(r.expiresAt)); err != nil {
-				return fmt.Errorf("billing: reserve: %w", err)
+			state, charged, uncollected, closed := any("open"), any(int64(0)), any(int64(0)), any("")
+			if f := folded[r.id]; f.c != nil {
+				state, charged, uncollected, closed = box(f.c.state), int64(f.c.charged), int64(f.c.uncollected), box(f.ts)
 			}
+			res.args = append(res.args, box(r.id), wsArg, box(r.project), box(r.purpose), box(r.ref), box(r.month), box(r.creditPool),
+				int64(r.amount), int64(r.heldCredit), int64(r.heldBalance), state, charged, uncollected, tsArg, store.FormatTime(r.expiresAt), closed)
 		}
 		for _, e := range o.entries {
 			if e.amount == 0 {
@@ -804,10 +949,8 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, batch []op) error {
 			if e.amount < 0 {
 				return fmt.Errorf("billing: negative %s entry %d", e.kind, e.amount)
 			}
-			if _, err := stmt(st.insertEntry).ExecContext(ctx, store.NewID("ble"), o.ws, ts, e.month, e.pool, e.kind, int64(e.amount),
-				e.project, e.purpose, e.ref, e.reservation, e.actor, e.reason); err != nil {
-				return fmt.Errorf("billing: entry: %w", err)
-			}
+			ents.args = append(ents.args, store.NewID("ble"), wsArg, tsArg, box(e.month), box(e.pool), box(e.kind), int64(e.amount),
+				box(e.project), box(e.purpose), box(e.ref), box(e.reservation), box(e.actor), box(e.reason))
 			k := monthDelta{o.ws, monthKey{e.month, e.pool}}
 			m := months[k]
 			if m == nil {
@@ -844,6 +987,9 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, batch []op) error {
 			}
 		}
 		if c := o.close; c != nil {
+			if _, ok := folded[c.id]; ok {
+				continue // inserted closed
+			}
 			res, err := stmt(st.close).ExecContext(ctx, c.state, int64(c.charged), int64(c.uncollected), ts, c.id)
 			if err != nil {
 				return fmt.Errorf("billing: close %s: %w", c.id, err)
@@ -855,6 +1001,9 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, batch []op) error {
 				return fmt.Errorf("billing: close %s: %w", c.id, errNoReservationRow)
 			}
 		}
+	}
+	if err := insert(); err != nil {
+		return err
 	}
 	for _, k := range mkeys {
 		d := months[k]

@@ -3,6 +3,7 @@ package billing
 import (
 	"context"
 	"errors"
+	"reflect"
 	"runtime"
 	"sync"
 	"testing"
@@ -382,4 +383,114 @@ func TestHotCloseWithoutReservationRow(t *testing.T) {
 		t.Fatalf("%s", moneyOf(s))
 	}
 	f.verify(t)
+}
+
+// A batch holding reservations opened and closed within it (inserted
+// closed), others only opened, closings of earlier ones, a movement that
+// runs in the middle and more rows than one statement takes commits the
+// same rows and entries as the synchronous path.
+func TestHotBatchRows(t *testing.T) {
+	type resRow struct {
+		amount, charged, uncollected int64
+		state                        string
+		created, closed              string
+	}
+	type entRow struct {
+		kind, pool string
+		amount     int64
+		at         string
+	}
+	run := func(t *testing.T, e pgtest.Engine) ([]resRow, []entRow) {
+		f := newFixture(t, e)
+		f.load(t, "ws_hobby", 1000*usd)
+		var early []Reservation
+		for range 3 {
+			early = append(early, f.reserve(t, "ws_hobby", usd))
+		}
+		if err := f.l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		var gate chan struct{}
+		if f.l.hot != nil {
+			// Hold the writer so that everything below is one batch.
+			g, entered := make(chan struct{}), make(chan struct{})
+			gate = g
+			if err := f.l.hot.w.enqueue(op{ws: "ws_hobby", now: t0, run: func(*txn) error { close(entered); <-g; return nil }}); err != nil {
+				t.Fatal(err)
+			}
+			<-entered
+		}
+		f.clk.Advance(time.Second)
+		var rs []Reservation
+		for i := range 45 {
+			rs = append(rs, f.reserve(t, "ws_hobby", usd+Micros(i)))
+			if i == 20 && f.l.hot != nil {
+				if err := f.l.hot.w.enqueue(op{ws: "ws_hobby", now: f.clk.Now(), run: func(*txn) error { return nil }}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		f.clk.Advance(time.Second)
+		for i, r := range rs[:25] {
+			f.settle(t, r.ID, Micros(i)*1000) // the first at 0: no charge entry
+		}
+		f.settle(t, rs[25].ID, 2*usd) // above what it held: the excess charged from what is available
+		for _, r := range rs[26:31] {
+			if err := f.l.Release(context.Background(), r.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.settle(t, early[0].ID, usd/2)
+		if err := f.l.Release(context.Background(), early[1].ID); err != nil {
+			t.Fatal(err)
+		}
+		if gate != nil {
+			close(gate)
+		}
+		if err := f.l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if f.l.hot != nil && f.l.hot.w.failed.Load() != 0 {
+			t.Fatalf("%d movements failed", f.l.hot.w.failed.Load())
+		}
+		f.verify(t)
+		var res []resRow
+		rows, err := f.db.Query(`SELECT amount, charged, uncollected, state, created_at, closed_at FROM billing_reservations ORDER BY created_at, amount`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var r resRow
+			if err := rows.Scan(&r.amount, &r.charged, &r.uncollected, &r.state, &r.created, &r.closed); err != nil {
+				t.Fatal(err)
+			}
+			res = append(res, r)
+		}
+		rows.Close()
+		var ents []entRow
+		rows, err = f.db.Query(`SELECT kind, pool, amount, at FROM billing_entries WHERE kind <> 'load' ORDER BY kind, pool, amount, at`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var e entRow
+			if err := rows.Scan(&e.kind, &e.pool, &e.amount, &e.at); err != nil {
+				t.Fatal(err)
+			}
+			ents = append(ents, e)
+		}
+		rows.Close()
+		return res, ents
+	}
+	hotRes, hotEnts := run(t, pgtest.Engines()[0])
+	syncRes, syncEnts := run(t, pgtest.Engine{Name: syncEngine, Open: pgtest.OpenSQLite, DSN: pgtest.SQLitePath})
+	if len(hotRes) != 48 || len(hotEnts) < 48+25 {
+		t.Fatalf("%d reservations, %d entries", len(hotRes), len(hotEnts))
+	}
+	if !reflect.DeepEqual(hotRes, syncRes) {
+		t.Fatalf("reservations\nhot  %+v\nsync %+v", hotRes, syncRes)
+	}
+	if !reflect.DeepEqual(hotEnts, syncEnts) {
+		t.Fatalf("entries\nhot  %+v\nsync %+v", hotEnts, syncEnts)
+	}
 }

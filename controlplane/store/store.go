@@ -91,6 +91,9 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	sqldb.SetMaxOpenConns(8)
+	// As many idle as open: the default of two closes and reopens
+	// connections (and reruns their PRAGMAs) under concurrent load.
+	sqldb.SetMaxIdleConns(8)
 	if err := sqldb.PingContext(ctx); err != nil {
 		sqldb.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)

@@ -37,6 +37,16 @@ type call struct {
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
+// Header values every upstream request carries.
+var (
+	hdrContentType = []string{"application/json"}
+	hdrAccept      = []string{"application/json, text/event-stream"}
+)
+
+// jsonAppender is a request body that writes its own JSON (with the
+// newline encoding/json's Encoder ends with).
+type jsonAppender interface{ appendJSON(dst []byte) []byte }
+
 // post sends body to url and returns the call once a 200 arrived; any other
 // status is read and classified with parseErr.
 func post(ctx context.Context, cfg *Config, url string, body any, header func(http.Header),
@@ -44,10 +54,14 @@ func post(ctx context.Context, cfg *Config, url string, body any, header func(ht
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bufPool.Put(buf)
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(body); err != nil {
-		return nil, fmt.Errorf("provider %s: encode request: %w", cfg.Name, err)
+	if a, ok := body.(jsonAppender); ok {
+		buf.Write(a.appendJSON(buf.AvailableBuffer()))
+	} else {
+		enc := json.NewEncoder(buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(body); err != nil {
+			return nil, fmt.Errorf("provider %s: encode request: %w", cfg.Name, err)
+		}
 	}
 	cctx, cancel := context.WithCancelCause(ctx)
 	c := &call{ctx: cctx, cancel: cancel, idle: cfg.IdleTimeout}
@@ -56,8 +70,8 @@ func post(ctx context.Context, cfg *Config, url string, body any, header func(ht
 		cancel(nil)
 		return nil, &Error{Provider: cfg.Name, Kind: ErrBadRequest, Err: err}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header["Content-Type"] = hdrContentType // shared, never modified
+	req.Header["Accept"] = hdrAccept
 	header(req.Header)
 	var fb *time.Timer
 	if cfg.FirstByteTimeout > 0 {

@@ -1,6 +1,6 @@
 package provider
 
-import "unicode/utf8"
+import "github.com/svcplatform/platform/controlplane/ai/internal/jsonscan"
 
 // fastChunk is what a plain streamed chat-completion chunk carries:
 //
@@ -22,227 +22,72 @@ type fastChunk struct {
 	hasFinish  bool // finish_reason is a string
 }
 
-type chunkScanner struct {
-	b []byte
-	i int
-}
-
-func (s *chunkScanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-func (s *chunkScanner) peek() byte {
-	s.ws()
-	if s.i < len(s.b) {
-		return s.b[s.i]
-	}
-	return 0
-}
-
-func (s *chunkScanner) eat(c byte) bool {
-	if s.peek() == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-// str reads a string without escapes and returns its bytes.
-func (s *chunkScanner) str() ([]byte, bool) {
-	if !s.eat('"') {
-		return nil, false
-	}
-	start, ascii := s.i, true
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			v := s.b[start:s.i]
-			s.i++
-			if !ascii && !utf8.Valid(v) {
-				return nil, false
-			}
-			return v, true
-		case c == '\\' || c < 0x20:
-			return nil, false
-		case c >= 0x80:
-			ascii = false
-		}
-		s.i++
-	}
-	return nil, false
-}
-
-// strOrNull reads a string (true) or null (false, ok).
-func (s *chunkScanner) strOrNull() (v []byte, isStr, ok bool) {
-	if s.peek() == 'n' {
-		return nil, false, s.lit("null")
-	}
-	v, ok = s.str()
-	return v, ok, ok
-}
-
-func (s *chunkScanner) lit(l string) bool {
-	if len(s.b)-s.i < len(l) || string(s.b[s.i:s.i+len(l)]) != l {
-		return false
-	}
-	s.i += len(l)
-	return true
-}
-
-// num reads a JSON number.
-func (s *chunkScanner) num() bool {
-	s.ws()
-	digits := func() int {
-		n := 0
-		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-			s.i++
-			n++
-		}
-		return n
-	}
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		s.i++
-	}
-	if s.i < len(s.b) && s.b[s.i] == '0' {
-		s.i++
-	} else if digits() == 0 {
-		return false
-	}
-	if s.i < len(s.b) && s.b[s.i] == '.' {
-		s.i++
-		if digits() == 0 {
-			return false
-		}
-	}
-	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		s.i++
-		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
-			s.i++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// object reads {"key": value, ...}, calling field for each key; field
-// reads the value and says whether it was acceptable. Keys must differ.
-func (s *chunkScanner) object(field func(key string) bool) bool {
-	if !s.eat('{') {
-		return false
-	}
-	if s.eat('}') {
-		return true
-	}
-	var seen [8]string
-	n := 0
-	for {
-		k, ok := s.str()
-		if !ok || !s.eat(':') {
-			return false
-		}
-		for _, prev := range seen[:n] {
-			if prev == string(k) {
-				return false
-			}
-		}
-		key := knownKey(k)
-		if key == "" || n == len(seen) {
-			return false
-		}
-		seen[n] = key
-		n++
-		if !field(key) {
-			return false
-		}
-		if s.eat('}') {
-			return true
-		}
-		if !s.eat(',') {
-			return false
-		}
-	}
-}
-
-// knownKey returns the constant spelling of a key the fast path knows
-// (no allocation), or "".
-func knownKey(k []byte) string {
-	for _, c := range [...]string{"id", "object", "created", "model", "system_fingerprint", "service_tier", "choices",
-		"index", "delta", "role", "content", "finish_reason", "logprobs", "usage", "refusal"} {
-		if string(k) == c {
-			return c
-		}
-	}
-	return ""
-}
+// Keys of a plain chunk, by object.
+var (
+	chunkTop    = []string{"id", "object", "created", "model", "system_fingerprint", "service_tier", "choices", "usage"}
+	chunkChoice = []string{"index", "delta", "logprobs", "finish_reason"}
+	chunkDelta  = []string{"role", "content", "refusal"}
+)
 
 func decodeFastChunk(data []byte) (fastChunk, bool) {
 	var c fastChunk
-	s := &chunkScanner{b: data}
-	ok := s.object(func(key string) bool {
+	s := &jsonscan.Scanner{B: data}
+	ok := s.Object(chunkTop, func(key string) bool {
 		switch key {
 		case "id", "object", "system_fingerprint", "service_tier":
-			_, _, ok := s.strOrNull()
+			_, _, ok := s.StrOrNull()
 			return ok
 		case "created":
-			return s.num()
+			_, ok := s.Num()
+			return ok
 		case "model":
-			v, isStr, ok := s.strOrNull()
+			v, isStr, ok := s.StrOrNull()
 			if isStr {
 				c.model = v
 			}
 			return ok
 		case "usage":
-			return s.peek() == 'n' && s.lit("null")
+			return s.Null()
 		case "choices":
-			if !s.eat('[') {
+			if !s.Eat('[') {
 				return false
 			}
-			if s.eat(']') {
+			if s.Eat(']') {
 				return true
 			}
 			c.choices = 1
-			if !s.choice(&c) {
+			if !chunkChoiceOf(s, &c) {
 				return false
 			}
-			return s.eat(']') // exactly one choice
+			return s.Eat(']') // exactly one choice
 		}
 		return false
 	})
-	s.ws()
-	return c, ok && s.i == len(s.b)
+	return c, ok && s.End()
 }
 
-func (s *chunkScanner) choice(c *fastChunk) bool {
-	return s.object(func(key string) bool {
+func chunkChoiceOf(s *jsonscan.Scanner, c *fastChunk) bool {
+	return s.Object(chunkChoice, func(key string) bool {
 		switch key {
 		case "index":
-			return s.num()
+			_, ok := s.Num()
+			return ok
 		case "logprobs":
-			return s.peek() == 'n' && s.lit("null")
+			return s.Null()
 		case "finish_reason":
-			v, isStr, ok := s.strOrNull()
+			v, isStr, ok := s.StrOrNull()
 			c.finish, c.hasFinish = v, isStr
 			return ok
 		case "delta":
-			return s.object(func(key string) bool {
+			return s.Object(chunkDelta, func(key string) bool {
 				switch key {
 				case "role":
-					_, _, ok := s.strOrNull()
+					_, _, ok := s.StrOrNull()
 					return ok
 				case "refusal":
-					return s.peek() == 'n' && s.lit("null")
+					return s.Null()
 				case "content":
-					v, isStr, ok := s.strOrNull()
+					v, isStr, ok := s.StrOrNull()
 					c.content, c.hasContent = v, isStr
 					return ok
 				}

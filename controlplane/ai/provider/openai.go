@@ -11,7 +11,29 @@ import (
 )
 
 // OpenAI speaks the OpenAI Chat Completions and Embeddings protocol.
-type OpenAI struct{ cfg Config }
+type OpenAI struct {
+	cfg Config
+	// chat and auth are made once by New (the chat URL and the
+	// Authorization header's value).
+	chat string
+	auth []string
+}
+
+func newOpenAI(cfg Config) *OpenAI {
+	p := &OpenAI{cfg: cfg}
+	p.chat = p.url("/chat/completions")
+	if cfg.APIKey != "" {
+		p.auth = []string{"Bearer " + cfg.APIKey}
+	}
+	return p
+}
+
+func (p *OpenAI) chatURL() string {
+	if p.chat != "" {
+		return p.chat
+	}
+	return p.url("/chat/completions")
+}
 
 var _ Provider = (*OpenAI)(nil)
 
@@ -127,8 +149,20 @@ func (p *OpenAI) body(r *ChatRequest, stream bool) *oaRequest {
 	return b
 }
 
+// request is the body to post: appended by hand when it has the plain
+// shape, else built for encoding/json.
+func (p *OpenAI) request(r *ChatRequest, stream bool) any {
+	if fastBodyOK(r) {
+		return oaFastBody{r: r, stream: stream}
+	}
+	return p.body(r, stream)
+}
+
 func (p *OpenAI) header(h http.Header) {
-	if p.cfg.APIKey != "" {
+	switch {
+	case p.auth != nil:
+		h["Authorization"] = p.auth // shared, never modified
+	case p.cfg.APIKey != "":
 		h.Set("Authorization", "Bearer "+p.cfg.APIKey)
 	}
 }
@@ -159,7 +193,7 @@ func truncate(b []byte, n int) []byte {
 
 // Chat asks for a whole answer.
 func (p *OpenAI) Chat(ctx context.Context, r *ChatRequest) (*ChatResponse, error) {
-	c, err := post(ctx, &p.cfg, p.url("/chat/completions"), p.body(r, false), p.header, openAIError)
+	c, err := post(ctx, &p.cfg, p.chatURL(), p.request(r, false), p.header, openAIError)
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +201,14 @@ func (p *OpenAI) Chat(ctx context.Context, r *ChatRequest) (*ChatResponse, error
 	if err != nil {
 		return nil, err
 	}
+	if fa, ok := decodeFastAnswer(data); ok {
+		return p.fastAnswer(&fa)
+	}
+	return p.answer(data)
+}
+
+// answer decodes a whole answer with encoding/json.
+func (p *OpenAI) answer(data []byte) (*ChatResponse, error) {
 	var a oaAnswer
 	if err := json.Unmarshal(data, &a); err != nil {
 		return nil, &Error{Provider: p.cfg.Name, Kind: ErrProtocol, Err: err}
@@ -197,6 +239,25 @@ func (p *OpenAI) Chat(ctx context.Context, r *ChatRequest) (*ChatResponse, error
 	return out, nil
 }
 
+// fastAnswer is Chat's answer from what decodeFastAnswer read (a plain
+// answer: no tool calls, no refusal text).
+func (p *OpenAI) fastAnswer(fa *fastAnswer) (*ChatResponse, error) {
+	out := &ChatResponse{Model: string(fa.model), FinishReason: FinishStop}
+	if fa.hasContent {
+		out.Text = string(fa.content)
+	}
+	if fa.hasFinish {
+		out.FinishReason = normalizeOpenAIFinish(string(fa.finish))
+	}
+	if out.FinishReason == FinishRefusal && out.Text == "" {
+		return nil, &Error{Provider: p.cfg.Name, Kind: ErrRefused, Message: "the model's content filter stopped the answer"}
+	}
+	if fa.usage {
+		out.Usage = Usage{InputTokens: fa.in, OutputTokens: fa.out, Reported: true}
+	}
+	return out, nil
+}
+
 func normalizeOpenAIFinish(s string) string {
 	switch s {
 	case "length":
@@ -211,7 +272,7 @@ func normalizeOpenAIFinish(s string) string {
 
 // Stream asks for a streamed answer.
 func (p *OpenAI) Stream(ctx context.Context, r *ChatRequest) (Stream, error) {
-	c, err := post(ctx, &p.cfg, p.url("/chat/completions"), p.body(r, true), p.header, openAIError)
+	c, err := post(ctx, &p.cfg, p.chatURL(), p.request(r, true), p.header, openAIError)
 	if err != nil {
 		return nil, err
 	}

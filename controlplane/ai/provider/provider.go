@@ -170,7 +170,7 @@ func New(cfg Config) (Provider, error) {
 	}
 	switch cfg.Protocol {
 	case ProtocolOpenAI:
-		return &OpenAI{cfg: cfg}, nil
+		return newOpenAI(cfg), nil
 	case ProtocolAnthropic:
 		return &Anthropic{cfg: cfg}, nil
 	}
