@@ -24,7 +24,10 @@ import (
 // repeated (VECTORS_BENCH_REPS). The graph is built once and cached in the
 // temporary directory (VECTORS_HNSW_CACHE names another file; it holds the
 // links only, so the search code can change between runs), so a run after
-// the first takes seconds (VECTORS_BENCH_M and _EFC build other graphs):
+// the first takes seconds (VECTORS_BENCH_M and _EFC build other graphs;
+// VECTORS_BENCH_DESCEND adds each ef started by the upper layers' descent
+// instead of the pivots' scan, interleaved; the "start" column counts the
+// nodes ranked to find the bottom layer's entry, pivots included):
 //
 //	go test -run '^$' -bench HNSW100k -benchtime 1x ./controlplane/vectors/index/
 func BenchmarkHNSW100k(b *testing.B) {
@@ -101,19 +104,27 @@ func BenchmarkHNSW100k(b *testing.B) {
 	// that every variant meets the same load (other jobs share the cores)
 	// and none finds the previous one's nodes in the caches.
 	type variant struct {
-		name         string
-		fn           func(q []float32) ([]Hit, int)
-		lat, cpu     []time.Duration
-		found, ndist int
+		name                 string
+		fn                   func(q []float32) ([]Hit, int, int)
+		lat, cpu             []time.Duration
+		found, ndist, nstart int
 	}
-	vs := []*variant{{name: "exact", fn: func(q []float32) ([]Hit, int) { return s.Exact(q, 10, nil), 0 }}}
+	vs := []*variant{{name: "exact", fn: func(q []float32) ([]Hit, int, int) { return s.Exact(q, 10, nil), 0, 0 }}}
 	for _, ef := range efs {
-		vs = append(vs, &variant{name: fmt.Sprint("hnsw ef ", ef), fn: func(q []float32) ([]Hit, int) { return h.search(q, 10, ef) }})
+		vs = append(vs, &variant{name: fmt.Sprint("hnsw ef ", ef), fn: func(q []float32) ([]Hit, int, int) { h.descend = false; return h.search(q, 10, ef) }})
+		if os.Getenv("VECTORS_BENCH_DESCEND") != "" {
+			// The start before the pivots: the upper layers' descent.
+			vs = append(vs, &variant{name: fmt.Sprint("descent ef ", ef), fn: func(q []float32) ([]Hit, int, int) {
+				h.descend = true
+				defer func() { h.descend = false }()
+				return h.search(q, 10, ef)
+			}})
+		}
 	}
 	if os.Getenv("VECTORS_BENCH_WARM") != "" {
 		// The same query twice: the second finds the nodes in the caches,
 		// which splits a search's time into memory and computation.
-		vs = append(vs, &variant{name: fmt.Sprint("twice, ef ", DefaultEf), fn: func(q []float32) ([]Hit, int) {
+		vs = append(vs, &variant{name: fmt.Sprint("twice, ef ", DefaultEf), fn: func(q []float32) ([]Hit, int, int) {
 			h.search(q, 10, DefaultEf)
 			return h.search(q, 10, DefaultEf)
 		}})
@@ -128,22 +139,23 @@ func BenchmarkHNSW100k(b *testing.B) {
 				for i, q := range prepared {
 					c0 := threadCPU()
 					t0 := time.Now()
-					hits, nd := v.fn(q)
+					hits, nd, ns := v.fn(q)
 					v.lat = append(v.lat, time.Since(t0))
 					v.cpu = append(v.cpu, threadCPU()-c0)
 					if rep == 0 {
 						v.found += overlap(hits, truth[i])
 						v.ndist += nd
+						v.nstart += ns
 					}
 				}
 			}
 		}
 	}
 	fmt.Printf("load after %s", loadavg())
-	fmt.Printf("%-28s %9s %9s %9s %8s %9s %6s\n", "path", "p50", "mean", "cpu p50", "recall", "p50 ratio", "dists")
+	fmt.Printf("%-28s %9s %9s %9s %8s %9s %6s %6s\n", "path", "p50", "mean", "cpu p50", "recall", "p50 ratio", "dists", "start")
 	for _, v := range vs {
-		fmt.Printf("%-28s %9v %9v %9v %8.3f %8.1fx %6d\n", v.name, p50(v.lat).Round(time.Microsecond), mean(v.lat).Round(time.Microsecond), p50(v.cpu).Round(time.Microsecond),
-			float64(v.found)/float64(10*nq), float64(p50(vs[0].lat))/float64(p50(v.lat)), v.ndist/nq)
+		fmt.Printf("%-28s %9v %9v %9v %8.3f %8.1fx %6d %6d\n", v.name, p50(v.lat).Round(time.Microsecond), mean(v.lat).Round(time.Microsecond), p50(v.cpu).Round(time.Microsecond),
+			float64(v.found)/float64(10*nq), float64(p50(vs[0].lat))/float64(p50(v.lat)), v.ndist/nq, v.nstart/nq)
 	}
 }
 

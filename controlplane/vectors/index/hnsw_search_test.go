@@ -3,6 +3,7 @@ package index
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/svcplatform/platform/controlplane/vectors/synth"
@@ -134,5 +135,41 @@ func TestGrowArena(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHNSWPivots: the pivots are exactly the nodes on level 2 and above,
+// their codes and scales copies of the nodes' own (whatever pruning and
+// parallel inserts did), and a search started from them finds as much as
+// one descending the upper layers.
+func TestHNSWPivots(t *testing.T) {
+	n := 6000
+	if raceEnabled {
+		n = 1200
+	}
+	s, h := buildGraph(synth.Clustered(n, 64, 20, 1.0, 13), 64, Cosine, 7)
+	nb := nibbleBytes(64)
+	var want []int32
+	for slot, lv := range h.levels {
+		if lv >= pivLevel {
+			want = append(want, int32(slot))
+		}
+	}
+	if len(want) == 0 || !slices.Equal(h.piv, want) {
+		t.Fatalf("pivots %v, want the nodes on level %d and above %v", h.piv, pivLevel, want)
+	}
+	for i, slot := range h.piv {
+		if !slices.Equal(h.pivNib[i*nb:(i+1)*nb], h.nib[int(slot)*nb:(int(slot)+1)*nb]) || h.pivScale[i] != h.nscale[slot] {
+			t.Fatalf("pivot %d (slot %d): codes or scale differ from the node's", i, slot)
+		}
+	}
+	queries := synth.Queries(60, 64, 20, 1.0, 13)
+	fromPivots := recallAt10(t, s, h, queries, DefaultEf)
+	h.descend = true
+	descent := recallAt10(t, s, h, queries, DefaultEf)
+	h.descend = false
+	t.Logf("recall@10 from the pivots %.3f, descending %.3f", fromPivots, descent)
+	if fromPivots < 0.95 || fromPivots < descent-0.02 {
+		t.Fatalf("recall@10 from the pivots %.3f, descending %.3f", fromPivots, descent)
 	}
 }
