@@ -22,7 +22,8 @@ var hopByHop = [...][]byte{
 var (
 	hdrXForwardedProto = []byte("X-Forwarded-Proto")
 	hdrXForwardedHost  = []byte("X-Forwarded-Host")
-	hdrXRealIP         = []byte("X-Real-IP")
+	hdrXRealIP         = []byte("X-Real-Ip") // fasthttp's canonical form
+	hdrXForwardedFor   = []byte(headerXFF)
 	hdrConnection      = []byte("Connection")
 	hdrExpect          = []byte("Expect")
 	valHTTPS           = []byte("https")
@@ -55,7 +56,18 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 		e.upgrade(ctx, st, client, p)
 		return time.Since(t0)
 	}
-	res := e.cache.Lookup(dep.target, req)
+	// A key the origin answered as never storable a moment ago passes
+	// (fwd_pass.go): no lookup, no storage decision.
+	var pk uint64
+	pass := false
+	if pt := dep.origin.pass; pt != nil && passable(req) {
+		pk = pt.hash(dep.target, &req.Header)
+		pass = pt.passes(pk, e.now())
+	}
+	res := cache.Result{State: cache.Miss}
+	if !pass {
+		res = e.cache.Lookup(dep.target, req)
+	}
 	switch res.State {
 	case cache.Hit:
 		e.respondShared(ctx, res.Entry, valHit, p)
@@ -84,7 +96,7 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 	resp := fasthttp.AcquireResponse()
 	sent := e.now()
 	t0 := time.Now()
-	err := e.doOrigin(dep.origin, out, resp)
+	err := e.doOriginAt(dep.origin, out, resp, t0)
 	upstream = time.Since(t0)
 	received := e.now()
 	if err != nil {
@@ -126,7 +138,9 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 	var capture *cache.Capture
 	if req.Header.IsGet() {
 		e.hints.learn(dep.target, ctx.Path(), &resp.Header)
-		if d := cache.Decide(req, resp, sent, received); d.Storable() {
+		if pass {
+			// Passing: nothing is stored for this key (fwd_pass.go).
+		} else if d := cache.Decide(req, resp, sent, received); d.Storable() {
 			cl := resp.Header.ContentLength()
 			if !resp.IsBodyStream() || cl >= 0 && int64(cl) <= e.cache.MaxEntryBytes() {
 				resp.Body() // read the whole body to store it
@@ -137,6 +151,8 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 				// refuses): stored while it streams (RFC 9111 §3).
 				capture, _ = e.cache.Capture(dep.target, req, resp, sent, received)
 			}
+		} else if pk != 0 && res.Entry == nil && res.Stale == nil && passReason(d.Reason) {
+			dep.origin.pass.mark(pk, received)
 		}
 	} else {
 		e.cache.Store(dep.target, req, resp, sent, received) // invalidates on unsafe methods (RFC 9111 §4.4)
@@ -197,7 +213,14 @@ func (e *Edge) failed(ctx *fasthttp.RequestCtx, st *site, p proto, res cache.Res
 // after another connection error, retryOrigin decides (never a streamed
 // body, never a POST that may have reached the origin).
 func (e *Edge) doOrigin(o *origin, req *fasthttp.Request, resp *fasthttp.Response) error {
-	deadline := time.Now().Add(e.cfg.OriginTimeout)
+	return e.doOriginAt(o, req, resp, time.Now())
+}
+
+// doOriginAt is doOrigin for a request whose wait started at start (the
+// caller's own clock reading, so the forwarding path reads the clock once
+// less).
+func (e *Edge) doOriginAt(o *origin, req *fasthttp.Request, resp *fasthttp.Response, start time.Time) error {
+	deadline := start.Add(e.cfg.OriginTimeout)
 	stream := req.IsBodyStream()
 	stale, attempts := 0, 1
 	for {
@@ -230,15 +253,7 @@ func (e *Edge) doOrigin(o *origin, req *fasthttp.Request, resp *fasthttp.Respons
 func (e *Edge) outbound(out *fasthttp.Request, ctx *fasthttp.RequestCtx, o *origin, client netip.Addr) {
 	out.Reset()
 	in := &ctx.Request
-	in.Header.CopyTo(&out.Header)
-	conn := append([]byte(nil), in.Header.PeekBytes(hdrConnection)...)
-	for _, name := range hopByHop {
-		out.Header.DelBytes(name)
-	}
-	for _, name := range splitTokens(conn) {
-		out.Header.DelBytes(name)
-	}
-	out.Header.DelBytes(hdrExpect) // the edge already answered 100-continue
+	copyRequestHeader(&out.Header, &in.Header) // fwd_headers.go
 	out.SetRequestURIBytes(requestPath(in.Header.RequestURI()))
 	out.URI().SetSchemeBytes(o.scheme)
 	out.URI().SetHostBytes(o.host)
@@ -257,10 +272,11 @@ func (e *Edge) outbound(out *fasthttp.Request, ctx *fasthttp.RequestCtx, o *orig
 		}
 	}
 	xff = peer.AppendTo(xff)
-	out.Header.SetBytesV(headerXFF, xff)
-	out.Header.SetBytesKV(hdrXRealIP, client.AppendTo(buf[:0]))
-	out.Header.SetBytesKV(hdrXForwardedProto, valHTTPS)
-	out.Header.SetBytesKV(hdrXForwardedHost, in.Header.Host())
+	// The names are canonical: SetCanonical skips normalising them.
+	out.Header.SetCanonical(hdrXForwardedFor, xff)
+	out.Header.SetCanonical(hdrXRealIP, client.AppendTo(buf[:0]))
+	out.Header.SetCanonical(hdrXForwardedProto, valHTTPS)
+	out.Header.SetCanonical(hdrXForwardedHost, in.Header.Host())
 
 	cl := in.Header.ContentLength()
 	if s := ctx.RequestBodyStream(); s != nil && cl != 0 {
@@ -308,20 +324,6 @@ func splitTokens(v []byte) [][]byte {
 		}
 	}
 	return out
-}
-
-// stripHopByHop removes hop-by-hop fields from an origin's response.
-func stripHopByHop(h *fasthttp.ResponseHeader) {
-	conn := append([]byte(nil), h.PeekBytes(hdrConnection)...)
-	for _, name := range hopByHop {
-		if string(name) == "Connection" || string(name) == "Transfer-Encoding" {
-			continue // fasthttp manages both itself
-		}
-		h.DelBytes(name)
-	}
-	for _, name := range splitTokens(conn) {
-		h.DelBytes(name)
-	}
 }
 
 // respondShared answers from a shared-cache entry: 304 when the visitor's
