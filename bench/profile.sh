@@ -4,15 +4,16 @@
 #
 #   bash bench/profile.sh            # about 2 minutes
 #
-# The edge exposes no pprof endpoint (cmd/platform and edge/ serve none), and
-# this script adds nothing to it. Instead it measures:
+# It measures (the latency trace of the same load is bench/trace.sh):
 #   1. req/s of the edge under variants of the request that switch parts of
 #      the hot path off (user agent, X-Forwarded-For, Shield), alternating;
 #   2. system calls per request of the edge, nginx and Caddy (perf stat on
 #      the syscall tracepoints of the serving process);
 #   3. a CPU profile of the running edge under the load, by perf (sampling
 #      the whole process, kernel included, with Go's frame pointers);
-#   4. a pprof CPU profile of the hot path's Go benchmark beside the code
+#   4. a pprof CPU profile of the running edge under the same load, from the
+#      admin listener's /debug/pprof/profile (Go frames only, no kernel);
+#   5. a pprof CPU profile of the hot path's Go benchmark beside the code
 #      (edge: BenchmarkStaticHitSerial, every Shield rule on, no network, no TLS).
 # Results: bench/out/profile-<UTC time>/summary.md and the raw profiles.
 set -euo pipefail
@@ -122,6 +123,13 @@ sleep 1
 perf record -F 1999 -g -p "$EDGE_PID" -o "$OUT/perf.data" -- sleep "$PERF_SECONDS" 2>"$OUT/perf-record.log" >/dev/null
 wait "$loadpid"
 
+log "pprof: the running edge's CPU profile for $PERF_SECONDS s under variant a (admin /debug/pprof/profile)"
+load $((PERF_SECONDS + 3)) "${hs[@]}" >"$OUT/pprof-load.txt" &
+loadpid=$!
+sleep 1
+curl -sS --fail -o "$OUT/edge-live.cpu.prof" "http://127.0.0.1:$EDGE_ADMIN/debug/pprof/profile?seconds=$PERF_SECONDS"
+wait "$loadpid"
+
 log "Shield off (PUT /api/services/shield {\"enabled\":false}), variants again"
 api PUT /api/services/shield -d '{"enabled":false}' >/dev/null
 for _ in $(seq 100); do
@@ -182,6 +190,12 @@ STAGES+='|internal/poll\.setDeadlineImpl|runtime\.schedule|runtime\.findRunnable
 	echo '```'
 	perf report -i "$OUT/perf.data" --children --sort symbol --stdio -g none 2>/dev/null | grep -v '^#' |
 		grep -E "\] [^ ]*($STAGES) +-" | sed -E 's/ +- +- *$//'
+	echo '```'
+	echo
+	echo "## pprof: the running edge under the load (admin /debug/pprof/profile), top 30 by cumulative time"
+	echo
+	echo '```'
+	"$GO" tool pprof -top -cum -nodecount 30 "$OUT/edge-live.cpu.prof" 2>/dev/null
 	echo '```'
 	echo
 	echo "## pprof: BenchmarkStaticHitSerial (no network, no TLS), top 30 by flat time"

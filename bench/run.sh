@@ -10,9 +10,13 @@
 # (wrk connections; requests in flight over HTTP/2 and HTTP/3), H_CONNS (their
 # connections), SERVER_CPU and CLIENT_CPU, ONLY (workloads: page4k
 # file1m deny country proxy redirect), SERVERS (edge nginx nginx+rules varnish
-# caddy), BENCH_WORK (scratch directory, emptied; default /tmp/platform-bench),
+# caddy), PROTOS (https http h2 h3), QUIET (wait for idle cores before each run), BENCH_WORK (scratch directory, emptied; default /tmp/platform-bench),
 # HOLD=1 (start and check everything, then wait to be stopped, for poking at it),
-# EDGE_BIN (the platform binary to measure; default bin/platform, built first).
+# EDGE_BIN (the platform binary to measure; default bin/platform, built first),
+# EDGE2_BIN (a second build measured in the same rounds as the server
+# "edge2", on the cached page over HTTPS: before/after a change, seconds
+# apart; table.md ends with the per-round ratios edge2 ÷ edge), EDGE_MODE
+# (serve, or edge: `platform edge` alone on the server's core).
 # Results: bench/out/run-<UTC time>/ (settings.md, results.jsonl, table.md,
 # wrk.log, logs/), bench/out/latest-run pointing at the last one.
 set -euo pipefail
@@ -54,6 +58,7 @@ trap 'exit 130' INT TERM
 start_origin
 start_edge
 setup_edge
+start_edge2
 start_peers
 bench_pids
 
@@ -89,6 +94,13 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 
 "$WORK/benchkit" table -in "$OUT/results.jsonl" >"$OUT/table.md"
+if [[ -n ${EDGE2_BIN:-} ]]; then
+	# Two builds in the same rounds: per-round ratios of the cached page over
+	# HTTPS, edge2 ÷ edge and each ÷ nginx (when measured), and their medians.
+	jq -rs -f "$BENCH/lib/ab.jq" "$OUT/results.jsonl" >"$OUT/ab.md"
+	printf '\nedge: %s\nedge2: %s\n' "${EDGE_BIN:-bin/platform}" "$EDGE2_BIN" >>"$OUT/ab.md"
+	cat "$OUT/ab.md" >>"$OUT/table.md"
+fi
 echo
 cat "$OUT/settings.md"
 echo

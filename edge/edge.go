@@ -260,6 +260,14 @@ func (e *Edge) Run(ctx context.Context) error {
 		Logger: e.log,
 	}
 
+	// tail_gc.go: collections spaced out on a small heap, up to the
+	// memory a full cache would take.
+	gcHeadroom := e.cfg.Cache.MaxBytes
+	if gcHeadroom <= 0 {
+		gcHeadroom = cache.DefaultMaxBytes
+	}
+	startGCTuner(gcHeadroom)
+
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -276,7 +284,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	go func() { errc <- serveErr("https (HTTP/2)", e.h2.Serve(e.mux.h2)) }()
 	if e.httpSrv != nil {
 		go func() {
-			errc <- serveErr("http", e.httpSrv.Serve(newPerIPListener(e.httpLn, e.cfg.MaxConnsPerIP, e.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused)))
+			errc <- serveErr("http", e.httpSrv.Serve(lazyDeadlineListener{newPerIPListener(e.httpLn, e.cfg.MaxConnsPerIP, e.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused)}))
 		}()
 	}
 	go func() { errc <- serveErr("http3", e.h3.Serve(e.udp)) }()

@@ -60,7 +60,8 @@ func (m *tlsMux) run() {
 	}
 }
 
-func (m *tlsMux) handshake(c net.Conn) {
+func (m *tlsMux) handshake(conn net.Conn) {
+	c := newLazyDeadlineConn(conn) // tail_deadline.go: fewer timer moves per request
 	tc := tls.Server(c, m.cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), m.handshakeTimeout)
 	defer cancel()

@@ -14,6 +14,7 @@ cells() {
 	local s=$EDGE_SITE_HOST a=$EDGE_APP_HOST
 	cat <<CELLS
 page4k https edge https://127.0.0.1:$EDGE_HTTPS/ $s $ALLOW_IP ok
+page4k https edge2 https://127.0.0.1:$EDGE2_HTTPS/ $s $ALLOW_IP ok
 page4k https nginx https://127.0.0.1:$NGINX_HTTPS/ $s $ALLOW_IP ok
 page4k https nginx+rules https://127.0.0.1:$NGINX_RULES_HTTPS/ $s $ALLOW_IP ok
 page4k https varnish https://127.0.0.1:$HITCH_HTTPS/ $s $ALLOW_IP ok
@@ -58,12 +59,15 @@ redirect http caddy http://127.0.0.1:$CADDY_REDIRECT/ $s $ALLOW_IP ok
 CELLS
 }
 
-# selected_cells applies ONLY (workloads) and SERVERS (servers) filters.
+# selected_cells applies ONLY (workloads), PROTOS (https http h2 h3) and
+# SERVERS (servers) filters.
 selected_cells() {
 	local w p s rest
 	cells | while read -r w p s rest; do
 		[[ -n ${ONLY:-} && " ${ONLY//,/ } " != *" $w "* ]] && continue
+		[[ -n ${PROTOS:-} && " ${PROTOS//,/ } " != *" $p "* ]] && continue
 		[[ -n ${SERVERS:-} && " ${SERVERS//,/ } " != *" $s "* ]] && continue
+		[[ $s == edge2 && -z ${EDGE2_BIN:-} ]] && continue
 		echo "$w $p $s $rest"
 	done
 }
@@ -120,7 +124,9 @@ bench_pids() {
 # children) used so far by the user processes the bench did not start:
 # other work on the machine that competes with the run.
 foreign_ticks() {
-	cat /proc/[0-9]*/stat 2>/dev/null | awk -v excl=" $BENCH_PIDS " '{
+	# (a process that exits between the glob and the read makes cat fail,
+	# which pipefail and set -e would turn into the end of the whole run)
+	{ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v excl=" $BENCH_PIDS " '{
 		s = $0; pid = $1; sub(/^.*\) /, "", s); split(s, a, " ")
 		if (a[2] == 2 || pid == 2 || index(excl, " " pid " ")) next
 		t += a[12] + a[13] + a[14] + a[15] } END { print t + 0 }'
@@ -147,9 +153,27 @@ load_run() { # PROTO DURATION URL HOST XFF
 	esac
 }
 
+# wait_quiet: with QUIET=PCT, waits (at most QUIET_WAIT seconds, default 30)
+# until both cores were less than PCT % busy over one second: on a machine
+# shared with other work, each run then starts while nothing else runs (the
+# runs' foreign_cpu still says whether something started meanwhile).
+wait_quiet() {
+	[[ -n ${QUIET:-} ]] || return 0
+	local a b i
+	for ((i = 0; i < ${QUIET_WAIT:-30}; i++)); do
+		a=$(awk '$1 == "cpu" { print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8+$9 }' /proc/stat)
+		sleep 1
+		b=$(awk '$1 == "cpu" { print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8+$9 }' /proc/stat)
+		awk -v a="$a" -v b="$b" -v q="$QUIET" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[2] - x[2];
+			exit !(t > 0 && 100 * (y[1] - x[1]) / t < q) }' && return 0
+	done
+	log "QUIET=$QUIET: the machine stayed busy for ${QUIET_WAIT:-30} s; running anyway"
+}
+
 # run_cell ROUND W P S URL HOST XFF EXPECT appends one line to results.jsonl.
 run_cell() {
 	local round=$1 w=$2 p=$3 s=$4 url=$5 host=$6 xff=$7 expect=$8 s0 s1 c0 c1 f0 f1 out json
+	wait_quiet
 	load_run "$p" "$WARMUP" "$url" "$host" "$xff" >/dev/null 2>&1 || true
 	f0=$(foreign_ticks)
 	s0=$(cpu_ticks "$SERVER_CPU") c0=$(cpu_ticks "$CLIENT_CPU")

@@ -10,8 +10,13 @@ prepare() {
 	# shellcheck disable=SC2034 # read by lib/peers.sh and lib/record.sh
 	VARNISHD=$(command -v varnishd || echo /usr/sbin/varnishd)
 	check_ports
-	log "building bin/platform, bench/cmd/benchkit and bench/cmd/loadgen; fetching the country database when missing"
-	make -s -C "$ROOT" build geodata GO="$GO" >/dev/null
+	if [[ -n ${EDGE_BIN:-} ]]; then # the platform measured is given: build nothing of it
+		log "measuring $EDGE_BIN; building bench/cmd/benchkit and bench/cmd/loadgen; fetching the country database when missing"
+		make -s -C "$ROOT" geodata GO="$GO" >/dev/null
+	else
+		log "building bin/platform, bench/cmd/benchkit and bench/cmd/loadgen; fetching the country database when missing"
+		make -s -C "$ROOT" build geodata GO="$GO" >/dev/null
+	fi
 	fresh_workdir
 	"$GO" build -o "$WORK/benchkit" "$ROOT/bench/cmd/benchkit"
 	"$GO" build -o "$WORK/loadgen" "$ROOT/bench/cmd/loadgen"

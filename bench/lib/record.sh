@@ -13,7 +13,7 @@ tls_of() { # PORT
 # the environment.
 bench_command() {
 	local v cmd=""
-	for v in QUICK ROUNDS DURATION WARMUP CONNS H_CONNS ONLY SERVERS EDGE_BIN SERVER_CPU CLIENT_CPU; do
+	for v in QUICK ROUNDS DURATION WARMUP CONNS H_CONNS ONLY PROTOS SERVERS EDGE_BIN EDGE2_BIN EDGE_MODE QUIET SERVER_CPU CLIENT_CPU; do
 		[[ -n ${!v:-} ]] || continue
 		cmd+="$v=${!v} "
 	done

@@ -67,7 +67,7 @@ func (o *options) defs() []flagDef {
 		{"api-addr", "PLATFORM_API_ADDR", "127.0.0.1:7070", "control-plane REST API (/api/...)", &o.apiAddr},
 		{"http-addr", "PLATFORM_HTTP_ADDR", ":8000", "edge plain HTTP: redirects to HTTPS", &o.httpAddr},
 		{"https-addr", "PLATFORM_HTTPS_ADDR", ":8443", "edge HTTPS over TCP, and HTTP/3 over UDP on the same port", &o.httpsAddr},
-		{"admin-addr", "PLATFORM_ADMIN_ADDR", "127.0.0.1:9090", "/healthz, /readyz, /metrics", &o.adminAddr},
+		{"admin-addr", "PLATFORM_ADMIN_ADDR", "127.0.0.1:9090", "/healthz, /readyz, /metrics, /debug/pprof/ (profiles and runtime traces: keep it on loopback or a private network)", &o.adminAddr},
 		{"apps-domain", "PLATFORM_APPS_DOMAIN", "localhost", "a project answers at https://<slug>.DOMAIN", &o.appsDomain},
 		{"geoip", "PLATFORM_GEOIP", "", "country database (MMDB); default DIR/geo/country.mmdb", &o.geoip},
 		{"trusted-proxies", "PLATFORM_TRUSTED_PROXIES", "", "comma-separated CIDRs whose X-Forwarded-For names the client", &o.trustedProxies},

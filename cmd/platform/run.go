@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -333,8 +334,11 @@ func checkDataDir(dir string) error {
 	return os.Remove(f.Name())
 }
 
-// adminMux serves /healthz (alive), /readyz (configuration loaded) and
-// /metrics.
+// adminMux serves /healthz (alive), /readyz (configuration loaded),
+// /metrics, and Go's profiles under /debug/pprof/ (CPU, heap, goroutines,
+// and /debug/pprof/trace for a runtime/trace of the running process), as
+// Caddy's admin endpoint does. The admin listener is on loopback by default
+// (--admin-addr); the profiles are on it and nowhere else.
 func adminMux(reg *prometheus.Registry, ready func() bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -348,6 +352,12 @@ func adminMux(reg *prometheus.Registry, ready func() bool) http.Handler {
 		w.Write([]byte("ready\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index) // and the named profiles: heap, goroutine, allocs, block, mutex, ...
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return mux
 }
 
