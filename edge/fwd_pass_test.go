@@ -95,13 +95,18 @@ func TestHitForPass(t *testing.T) {
 				t.Fatal("an unstorable answer left no pass mark")
 			}
 
-			// While /a passes, a storable answer is forwarded, not stored.
+			// While /a passes, a storable answer is forwarded, not stored,
+			// and each pass is counted (the cache's misses do not see it).
+			passes := testCounterValue(e.metrics.passes)
 			o.set("two", map[string]string{"Cache-Control": "public, max-age=600"})
 			for i := range 3 {
 				c := get("/a", nil)
 				if string(c.Response.Body()) != "two" || string(c.Response.Header.Peek("X-Cache")) != "MISS" {
 					t.Fatalf("request %d while passing: %q X-Cache %q", i, c.Response.Body(), c.Response.Header.Peek("X-Cache"))
 				}
+			}
+			if got := testCounterValue(e.metrics.passes) - passes; got != 3 {
+				t.Fatalf("platform_edge_cache_passes_total moved by %v, want 3", got)
 			}
 			if n := o.paths["/a"]; n != 4 {
 				t.Fatalf("origin saw %d requests for /a, want 4", n)

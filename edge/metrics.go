@@ -51,6 +51,7 @@ type metrics struct {
 	accessDrops  prometheus.Counter    // access-log lines lost to a failed write
 
 	staleServed prometheus.Counter                    // stored responses served instead of an origin failure
+	passes      prometheus.Counter                    // forwarded without a cache lookup (hit-for-pass, fwd_pass.go)
 	refreshes   [numRefreshResults]prometheus.Counter // background revalidations, by result
 
 	collectors []prometheus.Collector
@@ -107,6 +108,8 @@ func newMetrics() *metrics {
 		Help: "Access-log writes that failed (the lines are lost; serving goes on)."})
 	m.staleServed = prometheus.NewCounter(prometheus.CounterOpts{Name: "platform_edge_cache_stale_on_error_total",
 		Help: "Stored responses served stale instead of an origin failure (RFC 5861 stale-if-error, RFC 9111 disconnected)."})
+	m.passes = prometheus.NewCounter(prometheus.CounterOpts{Name: "platform_edge_cache_passes_total",
+		Help: "Requests forwarded without a cache lookup because their key's last answer was not storable (hit-for-pass); the cache's miss counters do not include them."})
 	rf := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "platform_edge_cache_refreshes_total",
 		Help: "Background revalidations of stale-while-revalidate responses (RFC 5861), by result: revalidated (304), stored, failed, skipped (every slot busy)."},
 		[]string{"result"})
@@ -134,7 +137,7 @@ func newMetrics() *metrics {
 	}
 	m.collectors = []prometheus.Collector{reqs, dur, dec, pw, oresp, m.originErr, m.guarded, m.compressed, m.version,
 		m.ready, m.applied, m.syncErrors, m.lastSync, m.flushed, m.flushErrors, m.blobFetches,
-		m.staleRetries, upg, m.upgradesOpen, cr, m.accessDrops, m.staleServed, rf}
+		m.staleRetries, upg, m.upgradesOpen, cr, m.accessDrops, m.staleServed, m.passes, rf}
 	return m
 }
 

@@ -63,6 +63,9 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 	if pt := dep.origin.pass; pt != nil && passable(req) {
 		pk = pt.hash(dep.target, &req.Header)
 		pass = pt.passes(pk, e.now())
+		if pass {
+			e.metrics.passes.Inc()
+		}
 	}
 	res := cache.Result{State: cache.Miss}
 	if !pass {
