@@ -194,18 +194,7 @@ func insertRecords(ctx context.Context, tx *sql.Tx, batch []Record) error {
 	args := make([]any, 0, min(len(batch), maxRowsPerInsert)*recordCols)
 	// The few distinct workspaces, models, providers and statuses of a
 	// batch are each put in an interface once, not once per row.
-	boxed := map[string]any{}
-	box := func(s string) any {
-		if s == "" {
-			return ""
-		}
-		v, ok := boxed[s]
-		if !ok {
-			v = s
-			boxed[s] = v
-		}
-		return v
-	}
+	box := store.Boxes{}.Box
 	for start := 0; start < len(batch); start += maxRowsPerInsert {
 		rows := batch[start:min(start+maxRowsPerInsert, len(batch))]
 		args = args[:0]

@@ -556,7 +556,7 @@ type writer struct {
 	stClosed bool
 
 	resRows, entRows rowBuf
-	boxed            map[string]any
+	boxed            store.Boxes
 }
 
 func newWriter(l *Ledger) *writer {
@@ -890,23 +890,11 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, batch []op) error {
 	// Each distinct string of the batch (workspace, month, pool, a
 	// reservation's id on its hold and on its settle, ...) is put in an
 	// interface once, not once per row it appears in.
-	boxed := w.boxed
-	if boxed == nil {
-		boxed = map[string]any{}
-		w.boxed = boxed
+	if w.boxed == nil {
+		w.boxed = store.Boxes{}
 	}
-	defer clear(boxed)
-	box := func(s string) any {
-		if s == "" {
-			return ""
-		}
-		v, ok := boxed[s]
-		if !ok {
-			v = s
-			boxed[s] = v
-		}
-		return v
-	}
+	defer clear(w.boxed)
+	box := w.boxed.Box
 	res, ents := &w.resRows, &w.entRows
 	res.cols, ents.cols = reservationCols, entryCols
 	defer func() { // an error leaves rows behind: the next batch starts empty

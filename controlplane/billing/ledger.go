@@ -286,16 +286,24 @@ func (l *Ledger) Settle(ctx context.Context, reservationID string, actual Micros
 			l.m.reservations.WithLabelValues(result).Inc()
 			return nil
 		}
-		if err := l.hot.w.flush(); err != nil {
-			return err
-		}
-		ws, err := l.workspaceOf(ctx, reservationID)
-		if err != nil {
-			return err
-		}
-		return l.hot.exclusive(ws, func() error { return l.settle(ctx, reservationID, actual) })
+		return l.cold(ctx, reservationID, func(string) error { return l.settle(ctx, reservationID, actual) })
 	}
 	return l.settle(ctx, reservationID, actual)
+}
+
+// cold runs fn on the stored rows for a reservation the hot path does not
+// hold (made before a restart, or on another replica): the hot writer's
+// queue is committed first, and fn runs with the reservation's workspace
+// held exclusively, so no hot decision for it interleaves.
+func (l *Ledger) cold(ctx context.Context, reservationID string, fn func(ws string) error) error {
+	if err := l.hot.w.flush(); err != nil {
+		return err
+	}
+	ws, err := l.workspaceOf(ctx, reservationID)
+	if err != nil {
+		return err
+	}
+	return l.hot.exclusive(ws, func() error { return fn(ws) })
 }
 
 // settle is Settle as one transaction.
@@ -422,14 +430,7 @@ func (l *Ledger) Release(ctx context.Context, reservationID string) error {
 			l.m.reservations.WithLabelValues("released").Inc()
 			return nil
 		}
-		if err := l.hot.w.flush(); err != nil {
-			return err
-		}
-		ws, err := l.workspaceOf(ctx, reservationID)
-		if err != nil {
-			return err
-		}
-		return l.hot.exclusive(ws, func() error { return l.release(ctx, ws, reservationID) })
+		return l.cold(ctx, reservationID, func(ws string) error { return l.release(ctx, ws, reservationID) })
 	}
 	ws, err := l.workspaceOf(ctx, reservationID)
 	if err != nil {

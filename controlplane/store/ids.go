@@ -40,3 +40,21 @@ func ParseTime(s string) time.Time {
 	}
 	return t.UTC()
 }
+
+// Boxes puts each distinct string in an interface once. Batch writers
+// pass the same few workspaces, models and statuses in every row of a
+// multi-row INSERT, and converting each occurrence to `any` allocates.
+type Boxes map[string]any
+
+// Box returns s as an interface value, the same one for every equal s.
+func (b Boxes) Box(s string) any {
+	if s == "" {
+		return ""
+	}
+	v, ok := b[s]
+	if !ok {
+		v = s
+		b[s] = v
+	}
+	return v
+}
