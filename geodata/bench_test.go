@@ -3,6 +3,7 @@ package geodata
 import (
 	"math/rand/v2"
 	"net/netip"
+	"os"
 	"testing"
 )
 
@@ -55,9 +56,15 @@ func BenchmarkCountry(b *testing.B) {
 }
 
 // sampleAddrs returns n random addresses of the networks of db's country
-// table, IPv4 or IPv6, to defeat the caches.
-func sampleAddrs(db *DB, n int, v6 bool) []netip.Addr {
-	t := db.snap.Load().country
+// database, IPv4 or IPv6, to defeat the caches. The networks are read into a
+// bart.Table, as the package did before the rangeTable, so that the
+// addresses are the same as in the benchmarks of that version.
+func sampleAddrs(b *testing.B, db *DB, n int, v6 bool) []netip.Addr {
+	data, err := os.ReadFile(db.cfg.CountryDB)
+	if err != nil {
+		b.Fatal(err)
+	}
+	t := bartCountryDB(b, data)
 	var pfx []netip.Prefix
 	all := t.All4()
 	if v6 {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"github.com/gaissmai/bart"
 )
 
 // ErrClosed is returned by Reload after Close.
@@ -55,10 +54,10 @@ var _ Locator = (*DB)(nil)
 // snapshot is one immutable state of all sources; a reload builds a new one
 // and swaps it in. A nil table is an empty source.
 type snapshot struct {
-	overrides   *bart.Table[Country]
-	anonymizers *bart.Lite
-	anonymous   *bart.Lite
-	country     *bart.Table[Country]
+	overrides   *rangeTable
+	anonymizers *rangeTable
+	anonymous   *rangeTable
+	country     *rangeTable
 	sources     [numKinds]Source
 }
 
@@ -166,22 +165,23 @@ func (s *snapshot) lookup(addr netip.Addr) Country {
 		return Unknown
 	}
 	addr = addr.Unmap()
+	k := keyOf(addr)
 	if s.overrides != nil {
-		if c, ok := s.overrides.Lookup(addr); ok {
+		if c := s.overrides.find(k); c != noCountry {
 			return c
 		}
 	}
-	if s.anonymizers != nil && s.anonymizers.Contains(addr) {
+	if s.anonymizers != nil && s.anonymizers.find(k) != noCountry {
 		return Anonymous
 	}
 	if !addr.IsGlobalUnicast() || addr.IsPrivate() {
 		return Unknown
 	}
-	if s.anonymous != nil && s.anonymous.Contains(addr) {
+	if s.anonymous != nil && s.anonymous.find(k) != noCountry {
 		return Anonymous
 	}
 	if s.country != nil {
-		if c, ok := s.country.Lookup(addr); ok {
+		if c := s.country.find(k); c != noCountry {
 			return c
 		}
 	}
@@ -274,19 +274,19 @@ func (db *DB) load(f *file, force bool) error {
 	var info mmdbInfo
 	switch f.kind {
 	case kindOverrides:
-		var t *bart.Table[Country]
+		var t *rangeTable
 		t, src.Networks, err = buildOverrides(data)
 		next.overrides = t
 	case kindAnonymizers:
-		var t *bart.Lite
+		var t *rangeTable
 		t, src.Networks, err = buildPrefixList(data)
 		next.anonymizers = t
 	case kindAnonymous:
-		var t *bart.Lite
+		var t *rangeTable
 		t, info, err = loadAnonymousDB(data, db.cfg.HostingIsAnonymous)
 		next.anonymous = t
 	case kindCountry:
-		var t *bart.Table[Country]
+		var t *rangeTable
 		t, info, err = loadCountryDB(data)
 		next.country = t
 	}
@@ -313,26 +313,29 @@ func sameFile(a, b fs.FileInfo) bool {
 	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
-func buildOverrides(data []byte) (*bart.Table[Country], int, error) {
+func buildOverrides(data []byte) (*rangeTable, int, error) {
 	list, err := ParseOverrides(bytes.NewReader(data))
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	t := new(bart.Table[Country])
+	var b rangeBuilder
 	for _, o := range list {
-		t.Insert(o.Prefix, o.Country)
+		b.insert(o.Prefix, o.Country)
 	}
-	return t, len(list), nil
+	return b.build(), len(list), nil
 }
 
-func buildPrefixList(data []byte) (*bart.Lite, int, error) {
+// buildPrefixList builds the set of networks of an anonymizer list: a table
+// in which every listed network is Anonymous.
+func buildPrefixList(data []byte) (*rangeTable, int, error) {
 	list, err := ParsePrefixList(bytes.NewReader(data))
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	t := new(bart.Lite)
+	var b rangeBuilder
 	for _, p := range list {
-		t.Insert(p)
+		b.insert(p, Anonymous)
 	}
-	return t, t.Size(), nil
+	t := b.build()
+	return t, t.prefixes, nil
 }

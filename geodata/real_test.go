@@ -3,6 +3,8 @@ package geodata
 import (
 	"net/netip"
 	"os"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"testing"
 )
@@ -103,7 +105,7 @@ func BenchmarkRealCountry(b *testing.B) {
 		if v6 {
 			name = "ipv6-random"
 		}
-		addrs := sampleAddrs(db, 1<<16, v6)
+		addrs := sampleAddrs(b, db, 1<<16, v6)
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			var sink Country
@@ -130,4 +132,61 @@ func BenchmarkRealLoad(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// gcSink keeps the table of BenchmarkGCWithCountryTable alive.
+var gcSink any
+
+// BenchmarkGCWithCountryTable measures what the country table of a real
+// database costs the garbage collector: the table is loaded, as a
+// bart.Table (what the package used before) or as the rangeTable, and each
+// iteration is a forced runtime.GC() with it live. It reports ns/op (the
+// wall time of a whole cycle), gc-cpu-ms/op (the CPU the GC spent, from
+// runtime/metrics), table-MB (the live heap the table adds) and live-MB
+// (the test binary's whole live heap after a GC).
+//
+//	go test -run '^$' -bench GCWithCountryTable -benchtime 20x -count 3 ./geodata/
+func BenchmarkGCWithCountryTable(b *testing.B) {
+	data, err := os.ReadFile(realOrSkip(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, impl := range []string{"bart", "rangeTable"} {
+		b.Run(impl, func(b *testing.B) {
+			gcSink = nil
+			base := liveHeap()
+			if impl == "bart" {
+				gcSink = bartCountryDB(b, data)
+			} else {
+				t, _, err := loadCountryDB(data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				gcSink = t
+			}
+			live := liveHeap()
+			sample := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+			metrics.Read(sample)
+			cpu0 := sample[0].Value.Float64()
+			b.ResetTimer()
+			for range b.N {
+				runtime.GC()
+			}
+			b.StopTimer()
+			metrics.Read(sample)
+			b.ReportMetric((sample[0].Value.Float64()-cpu0)*1e3/float64(b.N), "gc-cpu-ms/op")
+			b.ReportMetric(float64(live-base)/1e6, "table-MB")
+			b.ReportMetric(float64(live)/1e6, "live-MB")
+			gcSink = nil
+		})
+	}
+}
+
+// liveHeap returns the bytes of live heap objects after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }

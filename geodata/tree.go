@@ -78,8 +78,11 @@ func walk[T any](r *maxminddb.Reader, data []byte, decode func(rec any) T, fn fu
 		}
 	}
 
+	// Depth first, the left child first, a record reported when its frame
+	// is popped: networks come in address order (the IPv4 subtree first),
+	// which is what the rangeTable's sort wants.
 	type frame struct {
-		node uint
+		node uint // a node, or a data pointer (> nodes)
 		bits int
 		ip   [16]byte
 	}
@@ -90,13 +93,35 @@ func walk[T any](r *maxminddb.Reader, data []byte, decode func(rec any) T, fn fu
 	for len(stack) > 0 {
 		f := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
+		if f.node > nodes {
+			offset := f.node - nodes - 16 // data pointers count from the 16-byte separator
+			v, ok := cache[offset]
+			if !ok {
+				var rec any
+				if err := r.LookupOffset(uintptr(offset)).Decode(&rec); err != nil {
+					return fmt.Errorf("%w: record at offset %d: %w", ErrInvalid, offset, err)
+				}
+				v = decode(rec)
+				cache[offset] = v
+			}
+			p := netip.PrefixFrom(netip.AddrFrom16(f.ip), f.bits)
+			if f.bits >= 96 && [12]byte(f.ip[:12]) == [12]byte{} {
+				p = netip.PrefixFrom(netip.AddrFrom4([4]byte(f.ip[12:])), f.bits-96)
+			}
+			fn(p, v)
+			if p.Addr().Is6() && f.bits <= 96 && p.Contains(netip.IPv6Unspecified()) {
+				fn(netip.PrefixFrom(netip.IPv4Unspecified(), 0), v)
+			}
+			continue
+		}
 		if f.bits >= 128 {
 			return fmt.Errorf("%w: search tree deeper than 128 bits", ErrInvalid)
 		}
 		left, right := children(f.node)
-		for bit, ptr := range [2]uint{left, right} {
-			ip := f.ip
+		for bit := 1; bit >= 0; bit-- { // push the right child first: the left one is popped first
+			ptr, ip := left, f.ip
 			if bit == 1 {
+				ptr = right
 				ip[f.bits/8] |= 0x80 >> (f.bits % 8)
 			}
 			bits := f.bits + 1
@@ -111,28 +136,10 @@ func walk[T any](r *maxminddb.Reader, data []byte, decode func(rec any) T, fn fu
 				}
 				visited[ptr] = true
 				stack = append(stack, frame{node: ptr, bits: bits, ip: ip})
+			case ptr < nodes+16:
+				return fmt.Errorf("%w: search tree points into the data separator", ErrInvalid)
 			default:
-				if ptr < nodes+16 {
-					return fmt.Errorf("%w: search tree points into the data separator", ErrInvalid)
-				}
-				offset := ptr - nodes - 16 // data pointers count from the 16-byte separator
-				v, ok := cache[offset]
-				if !ok {
-					var rec any
-					if err := r.LookupOffset(uintptr(offset)).Decode(&rec); err != nil {
-						return fmt.Errorf("%w: record at offset %d: %w", ErrInvalid, offset, err)
-					}
-					v = decode(rec)
-					cache[offset] = v
-				}
-				p := netip.PrefixFrom(netip.AddrFrom16(ip), bits)
-				if bits >= 96 && [12]byte(ip[:12]) == [12]byte{} {
-					p = netip.PrefixFrom(netip.AddrFrom4([4]byte(ip[12:])), bits-96)
-				}
-				fn(p, v)
-				if p.Addr().Is6() && bits <= 96 && p.Contains(netip.IPv6Unspecified()) {
-					fn(netip.PrefixFrom(netip.IPv4Unspecified(), 0), v)
-				}
+				stack = append(stack, frame{node: ptr, bits: bits, ip: ip})
 			}
 		}
 	}
