@@ -48,11 +48,19 @@ type HNSW struct {
 	base  []int32
 	row   int
 	upper [][][]int32
-	// nib holds every slot's nibble codes (nibble.go), nscale their scales.
-	nib      []uint8
-	nscale   []float32
-	entry    int32
-	maxLevel int
+	// pl holds every slot's nibble codes split in two bit planes
+	// (nibble.go), the high plane then the low one, nscale their scales.
+	pl     []uint8
+	nscale []float32
+	// sigmas is how many standard deviations of the H plane's estimate a
+	// neighbour may lie beyond the beam before its L plane is left unread
+	// (0 or less reads every neighbour whole); rerankSigmas is the margin
+	// of the int8 re-rank (search), 0 re-ranking every node of the walk;
+	// floatRerank is FloatRerank. The benchmark varies them.
+	sigmas, rerankSigmas float64
+	floatRerank          int
+	entry                int32
+	maxLevel             int
 	// piv are the nodes on level pivLevel and above, pivNib their nibble
 	// codes one after another, pivScale their scales: a search scans them
 	// in order (a few hundred nodes whose codes stay in the CPU caches
@@ -84,7 +92,7 @@ func NewHNSW(st *Store, cfg HNSWConfig) *HNSW {
 		cfg.EfConstruction = DefaultEfConstruction
 	}
 	return &HNSW{st: st, m: cfg.M, m0: 2 * cfg.M, row: 1 + 4*cfg.M, efC: cfg.EfConstruction, ml: 1 / math.Log(float64(cfg.M)),
-		rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), entry: -1}
+		sigmas: DefaultSigmas, rerankSigmas: DefaultRerankSigmas, floatRerank: FloatRerank, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), entry: -1}
 }
 
 // Covered is the number of slots in the graph: slots [0, Covered).
@@ -92,7 +100,7 @@ func (h *HNSW) Covered() int { return len(h.levels) }
 
 // Bytes estimates the memory the links take.
 func (h *HNSW) Bytes() int {
-	n := cap(h.levels) + cap(h.base)*4 + cap(h.upper)*24 + cap(h.nib) + cap(h.nscale)*4 + cap(h.piv)*4 + cap(h.pivNib) + cap(h.pivScale)*4
+	n := cap(h.levels) + cap(h.base)*4 + cap(h.upper)*24 + cap(h.pl) + cap(h.nscale)*4 + cap(h.piv)*4 + cap(h.pivNib) + cap(h.pivScale)*4
 	for _, ls := range h.upper {
 		n += cap(ls) * 24
 		for _, l := range ls {
@@ -420,40 +428,82 @@ func (h *HNSW) searchLayer(dist func(int32) float32, ep []Hit, ef, l int, vis *v
 //
 // The search's cost is memory: each node it ranks is a cache miss at a
 // random place. So the walk ranks by the nibble codes (nibble.go, 384 bytes
-// a 768-dimension node), asking for the codes of all a node's unvisited
-// neighbours at once before ranking them so their misses overlap, with the
-// scales it needs stored next to the links. The ef nodes found are ranked
-// again by the int8 codes, and the best max(k, FloatRerank) of those in
-// float32, so the distances returned are exact. Its working memory comes
-// from a pool: the answer is the only allocation.
+// a 768-dimension node) split in two bit planes, asking for the high plane
+// of all a node's unvisited neighbours at once before ranking them so their
+// misses overlap, with the scales it needs stored next to the links; a
+// neighbour whose high plane puts it beyond the beam's worst by more than
+// sigmas standard deviations of the estimate is dropped, the others' low
+// planes are read and they are ranked exactly by their nibble codes. The
+// walk starts from the closest pivot. The best of the ef nodes found (by
+// the nibble codes, within a margin of their error) are ranked again by
+// the int8 codes, and the best max(k, FloatRerank) of those in float32, so
+// the distances returned are exact. Its working memory comes from a pool:
+// the answer is the only allocation.
 func (h *HNSW) Search(q []float32, k, ef int) []Hit {
-	hits, _, _ := h.search(q, k, ef)
+	hits, _ := h.search(q, k, ef)
 	return hits
 }
 
+// walkStats counts a search's work: the nodes the walk ranked (their H
+// plane read), those of its start (pivots scanned, upper layers' nodes),
+// and those read whole (both planes).
+type walkStats struct {
+	dists, start, whole, expand, int8s, floats int
+}
+
+// DefaultSigmas is how far (in standard deviations of the H plane's
+// estimate) beyond the beam's worst a neighbour may seem before its L plane
+// is left unread: chosen on the benchmark's recall (README.md), and
+// checked on data unlike it (TestHNSWPlaneRejection/skewed: same recall).
+//
+// DefaultRerankSigmas, the int8 re-rank's margin (in standard deviations of
+// the nibble distance's error), is 0: every node of the walk is ranked
+// again by the int8 codes. A margin of 2 saved 4-16 µs a query on the
+// benchmark's data, but its error constant (nibbleErr) was measured on that
+// data: on skewed data (Laplace noise, dimensions scaled 0.2 to 5) it cut
+// recall@10 from 0.993 to 0.912.
+const (
+	DefaultSigmas       = 2.0
+	DefaultRerankSigmas = 0
+)
+
 // FloatRerank is how many of the walk's nodes, best by the int8 codes, a
 // search ranks in float32 (at least k).
-const FloatRerank = 16
+const FloatRerank = 12
 
-// search is Search; it also returns how many nodes the walk ranked and how
-// many of those its start.
-func (h *HNSW) search(q []float32, k, ef int) ([]Hit, int, int) {
+// rerankKeep and nibbleErr: the int8 re-rank takes the best max(k,
+// rerankKeep) nodes of the walk by the nibble codes and those within
+// rerankSigmas standard deviations of the nibble distance's error
+// (nibbleErr times the node's scale, the query's int8 scale and ‖Q‖,
+// measured on the benchmark's data) of the last of them.
+const (
+	rerankKeep = 16
+	nibbleErr  = 0.356
+)
+
+// search is Search; it also returns the walk's counts.
+func (h *HNSW) search(q []float32, k, ef int) ([]Hit, walkStats) {
 	if h.entry < 0 || k <= 0 {
-		return nil, 0, 0
+		return nil, walkStats{}
 	}
 	ef = max(ef, k)
 	s := h.getSearcher()
 	defer h.searchers.Put(s)
-	s.ndist, s.nstart = 0, 0
+	s.stats = walkStats{}
 	st := h.st
-	st.q.codeQueryInto(&s.qc, q[:st.dims], st.metric)
-	s.q8, s.b8, s.sumQ = codeQuery8(s.q8, q[:st.dims])
+	qn := s.codeWalkQuery(q[:st.dims])
+	// The H plane's estimate of Q·U, raised by sigmas standard deviations:
+	// scale·(estA·(Q·H) + estB) is at least the node's q·x but for a
+	// fraction of the nodes that a normal tail of sigmas leaves.
+	s.estA = float32(s.b8 * (4 + lowSlope))
+	s.estB = float32(s.b8 * ((lowMean-7.5)*float64(s.sumQ) + h.sigmas*math.Sqrt(lowVar*float64(qn))))
+	s.reject = h.sigmas > 0
 	var ep Hit
 	if len(h.piv) > 0 && len(h.piv) <= maxPivots && !h.descend {
+		// The bottom layer's walk starts at the closest pivot itself:
+		// greedy steps on level 1 first (about 35 nodes read one hop
+		// after another) did not shorten it.
 		ep = h.scanPivots(s)
-		for l := pivLevel - 1; l > 0; l-- {
-			ep = h.greedyQuery(s, ep, l)
-		}
 	} else {
 		ep = Hit{Slot: h.entry, Dist: h.wdist(s, h.entry, h.nscale[h.entry])}
 		for l := h.maxLevel; l > 0; l-- {
@@ -468,6 +518,27 @@ func (h *HNSW) search(q []float32, k, ef int) ([]Hit, int, int) {
 			live = append(live, x)
 		}
 	}
+	if keep := max(rerankKeep, k); h.rerankSigmas > 0 && len(live) > keep {
+		// Only the nodes that may be among the best keep by the int8
+		// codes: the best keep by the nibble codes and those within
+		// rerankSigmas standard deviations of the nibble distance's error
+		// of the last of them.
+		sortHits(live)
+		m := float32(h.rerankSigmas * nibbleErr * s.b8 * math.Sqrt(float64(qn)))
+		if st.metric == Euclidean {
+			m *= 2
+		}
+		lim := live[keep-1].Dist
+		n := keep
+		for _, x := range live[keep:] {
+			if x.Dist <= lim+m*h.nscale[x.Slot] {
+				live[n] = x
+				n++
+			}
+		}
+		live = live[:n]
+	}
+	s.stats.int8s = len(live)
 	d := st.dims
 	for _, x := range live {
 		prefetch(unsafe.Pointer(&st.q.x[int(x.Slot)*d]), (d+63)/64)
@@ -477,27 +548,35 @@ func (h *HNSW) search(q []float32, k, ef int) ([]Hit, int, int) {
 	}
 	sortHits(live)
 	// The best of those in float32.
-	live = live[:min(len(live), max(FloatRerank, k))]
+	live = live[:min(len(live), max(h.floatRerank, k))]
 	for _, x := range live {
 		prefetch(unsafe.Pointer(&st.data[int(x.Slot)*d]), (4*d+63)/64)
 	}
 	t := &s.out
 	t.k, t.h = k, t.h[:0]
+	s.stats.floats = len(live)
 	for _, x := range live {
 		t.push(Hit{Slot: x.Slot, Dist: h.dist(q, x.Slot)})
 	}
 	out := make([]Hit, len(t.h))
 	copy(out, t.h)
 	sortHits(out)
-	return out, s.ndist, s.nstart
+	return out, s.stats
 }
 
 // wdist is the distance the walk ranks by: slot's nibble codes, whose
 // scale the caller passes (from a link row where it can).
 func (h *HNSW) wdist(s *searcher, slot int32, scale float32) float32 {
-	nb := len(s.q8) / 2
-	o := int(slot) * nb
-	approx := float64(scale) * s.b8 * (float64(DotU4(h.nib[o:o+nb:o+nb], s.q8)) - 7.5*float64(s.sumQ))
+	pb := len(s.q8) / 4
+	o := int(slot) * 2 * pb
+	qu := 4*DotU2(h.pl[o:o+pb:o+pb], s.q8) + DotU2(h.pl[o+pb:o+2*pb:o+2*pb], s.q8)
+	return h.fromU(s, slot, scale, qu)
+}
+
+// fromU is the walk's distance of slot, of the given nibble scale, from
+// Q·U.
+func (h *HNSW) fromU(s *searcher, slot int32, scale float32, qu int32) float32 {
+	approx := float64(scale) * s.b8 * (float64(qu) - 7.5*float64(s.sumQ))
 	if h.st.metric == Euclidean {
 		return float32(s.qc.qq + h.st.q.sq[slot] - 2*approx)
 	}
@@ -515,27 +594,34 @@ const (
 
 // scanPivots returns the pivot closest to the query by the walk's codes.
 func (h *HNSW) scanPivots(s *searcher) Hit {
-	nb := len(s.q8) / 2
+	q8 := s.q8[:s.nq8]
+	if cap(s.pbuf) < len(h.piv) {
+		s.pbuf = make([]int32, len(h.piv))
+	}
+	sums := s.pbuf[:len(h.piv)]
+	dotU4Seq(h.pivNib, q8, sums)
+	b8 := float32(s.b8)
+	c75 := float32(7.5 * float64(s.sumQ))
+	euclid := h.st.metric == Euclidean
 	best := Hit{Slot: -1}
 	for i, slot := range h.piv {
-		o := i * nb
-		approx := float64(h.pivScale[i]) * s.b8 * (float64(DotU4(h.pivNib[o:o+nb:o+nb], s.q8)) - 7.5*float64(s.sumQ))
-		d := float32(-approx)
-		if h.st.metric == Euclidean {
-			d = float32(s.qc.qq + h.st.q.sq[slot] - 2*approx)
+		approx := h.pivScale[i] * b8 * (float32(sums[i]) - c75)
+		d := -approx
+		if euclid {
+			d = float32(s.qc.qq+h.st.q.sq[slot]) - 2*approx
 		}
 		if best.Slot < 0 || d < best.Dist {
 			best = Hit{Slot: slot, Dist: d}
 		}
 	}
-	s.nstart += len(h.piv)
+	s.stats.start += len(h.piv)
 	return best
 }
 
-// prefetchWalk asks for slot's nibble codes ahead of wdist.
+// prefetchWalk asks for both of slot's planes ahead of wdist.
 func (h *HNSW) prefetchWalk(s *searcher, slot int32) {
-	nb := len(s.q8) / 2
-	prefetch(unsafe.Pointer(&h.nib[int(slot)*nb]), (nb+63)/64)
+	pb := len(s.q8) / 4
+	prefetch(unsafe.Pointer(&h.pl[int(slot)*2*pb]), (2*pb+63)/64)
 }
 
 // searcher is the working memory of one Search.
@@ -547,12 +633,18 @@ type searcher struct {
 	out  topK
 	buf  []int32
 	sbuf []float32
-	q8   []int8 // the query's int8 codes for the walk, padded to whole nibble blocks
+	pbuf []int32 // the pivots' Q·U
+	hbuf []int32 // Q·H of the neighbours kept after their H plane
+	q8   []int8  // the query's int8 codes for the walk, padded to whole plane blocks
+	nq8  int     // their length padded to whole nibble blocks only
 	b8   float64
 	sumQ int64 // their sum
-	// ndist counts the nodes the walk ranked, nstart those of its start
-	// (the pivots scanned and the upper layers' nodes).
-	ndist, nstart int
+	// estA and estB turn Q·H into the H plane's optimistic estimate of
+	// q·x (times the node's scale); reject is set when the walk may drop
+	// nodes on it.
+	estA, estB float32
+	reject     bool
+	stats      walkStats
 }
 
 func (h *HNSW) getSearcher() *searcher {
@@ -587,8 +679,9 @@ func (h *HNSW) greedyQuery(s *searcher, ep Hit, l int) Hit {
 		for _, n := range ls {
 			h.prefetchWalk(s, n)
 		}
-		s.ndist += len(ls)
-		s.nstart += len(ls)
+		s.stats.dists += len(ls)
+		s.stats.start += len(ls)
+		s.stats.whole += len(ls)
 		for _, n := range ls {
 			if d := h.wdist(s, n, h.nscale[n]); d < cur.Dist {
 				cur, changed = Hit{Slot: n, Dist: d}, true
@@ -608,33 +701,76 @@ func (h *HNSW) searchBase(s *searcher, ep Hit, ef int) {
 	vis.seen(ep.Slot)
 	s.cand.push(ep)
 	res.push(ep)
+	pb := len(s.q8) / 4
+	lines := (pb + 63) / 64
+	// A node's planes lie one after the other: H, then L.
+	hA, lA, stride, lOff := h.pl, h.pl, 2*pb, pb
+	euclid := h.st.metric == Euclidean
 	for len(s.cand) > 0 {
 		c := s.cand.pop()
 		if res.full() && c.Dist > res.h[0].Dist {
 			break
 		}
+		s.stats.expand++
 		buf := s.buf[:0]
 		o := int(c.Slot) * h.row
 		links := h.base[o+1 : o+1+int(h.base[o]) : o+1+h.m0]
 		scales := h.base[o+1+h.m0 : o+1+h.m0+len(links)]
 		sc := s.sbuf[:0]
+		full := res.full() && s.reject
 		for i, n := range links {
 			if !vis.seen(n) {
-				h.prefetchWalk(s, n)
+				prefetch(unsafe.Pointer(&hA[int(n)*stride]), lines)
+				if !full {
+					prefetch(unsafe.Pointer(&lA[int(n)*stride+lOff]), lines)
+				}
 				buf = append(buf, n)
 				sc = append(sc, math.Float32frombits(uint32(scales[i])))
 			}
 		}
-		s.ndist += len(buf)
+		s.stats.dists += len(buf)
+		// The H planes first: a neighbour whose optimistic estimate is
+		// beyond the beam's worst (as it stands before this expansion:
+		// it only tightens) would not enter it; the others' L planes are
+		// asked for at once.
+		hq := s.hbuf[:0]
+		kept := 0
+		var worst float32
+		if full {
+			worst = res.h[0].Dist
+		}
 		for i, n := range buf {
-			d := h.wdist(s, n, sc[i])
+			o := int(n) * stride
+			dh := DotU2(hA[o:o+pb:o+pb], s.q8)
+			if full {
+				est := sc[i] * (s.estA*float32(dh) + s.estB)
+				opt := -est
+				if euclid {
+					opt = float32(s.qc.qq+h.st.q.sq[n]) - 2*est
+				}
+				if opt > worst {
+					continue
+				}
+				prefetch(unsafe.Pointer(&lA[o+lOff]), lines)
+			}
+			buf[kept], sc[kept] = n, sc[i]
+			hq = append(hq, dh)
+			kept++
+		}
+		s.stats.whole += kept
+		for i, n := range buf[:kept] {
+			o := int(n)*stride + lOff
+			dl := DotU2(lA[o:o+pb:o+pb], s.q8)
+			d := h.fromU(s, n, sc[i], 4*hq[i]+dl)
 			if !res.full() || d < res.h[0].Dist {
+				// It may be expanded next: ask for its row now.
+				prefetch(unsafe.Pointer(&h.base[int(n)*h.row]), (h.row*4+63)/64)
 				x := Hit{Slot: n, Dist: d}
 				s.cand.push(x)
 				res.push(x)
 			}
 		}
-		s.buf, s.sbuf = buf, sc
+		s.buf, s.sbuf, s.hbuf = buf, sc, hq
 		if len(s.cand) > 0 {
 			// The closest candidate is the next one expanded: ask for its
 			// row now.
@@ -727,13 +863,13 @@ func (h *HNSW) linksOf(slot int32, l int) []int32 {
 func (h *HNSW) appendNode(lv int8) {
 	h.levels = append(h.levels, lv)
 	slot := int32(len(h.levels) - 1)
-	h.nib = growArena(h.nib, nibbleBytes(h.st.dims))
+	h.pl = growArena(h.pl, 2*planeBytes(h.st.dims))
 	var a float32
-	h.nib, a = appendNibbles(h.nib, h.st.Vector(slot))
+	h.pl, a = appendPlanes(h.pl, h.st.Vector(slot))
 	h.nscale = append(h.nscale, a)
 	if lv >= pivLevel {
 		h.piv = append(h.piv, slot)
-		h.pivNib = append(h.pivNib, h.nib[len(h.nib)-nibbleBytes(h.st.dims):]...)
+		h.pivNib, a = appendNibbles(h.pivNib, h.st.Vector(slot))
 		h.pivScale = append(h.pivScale, a)
 	}
 	h.base = growArena(h.base, h.row)

@@ -27,7 +27,10 @@ import (
 // the first takes seconds (VECTORS_BENCH_M and _EFC build other graphs;
 // VECTORS_BENCH_DESCEND adds each ef started by the upper layers' descent
 // instead of the pivots' scan, interleaved; the "start" column counts the
-// nodes ranked to find the bottom layer's entry, pivots included):
+// nodes ranked to find the bottom layer's entry, pivots included, "whole"
+// those whose both bit planes were read, "expand" the nodes expanded,
+// "int8s" and "floats" the nodes re-ranked by the int8 codes and in
+// float32; VECTORS_BENCH_SIGMAS and _RERANK vary the walk's margins):
 //
 //	go test -run '^$' -bench HNSW100k -benchtime 1x ./controlplane/vectors/index/
 func BenchmarkHNSW100k(b *testing.B) {
@@ -104,17 +107,59 @@ func BenchmarkHNSW100k(b *testing.B) {
 	// that every variant meets the same load (other jobs share the cores)
 	// and none finds the previous one's nodes in the caches.
 	type variant struct {
-		name                 string
-		fn                   func(q []float32) ([]Hit, int, int)
-		lat, cpu             []time.Duration
-		found, ndist, nstart int
+		name     string
+		fn       func(q []float32) ([]Hit, walkStats)
+		lat, cpu []time.Duration
+		found    int
+		stats    walkStats
 	}
-	vs := []*variant{{name: "exact", fn: func(q []float32) ([]Hit, int, int) { return s.Exact(q, 10, nil), 0, 0 }}}
+	vs := []*variant{{name: "exact", fn: func(q []float32) ([]Hit, walkStats) { return s.Exact(q, 10, nil), walkStats{} }}}
+	// VECTORS_BENCH_SIGMAS lists the walk's rejection margins (0 reads
+	// every neighbour whole), VECTORS_BENCH_RERANK margins of the int8
+	// re-rank with the float32 re-rank's size as "sigmas/count" (0/16 is
+	// the previous re-rank of every node, best 16 in float32).
+	sigmas := []float64{DefaultSigmas}
+	if e := os.Getenv("VECTORS_BENCH_SIGMAS"); e != "" {
+		sigmas = nil
+		for _, f := range strings.Fields(e) {
+			var k float64
+			fmt.Sscan(f, &k)
+			sigmas = append(sigmas, k)
+		}
+	}
+	type rerank struct {
+		sigmas float64
+		floats int
+	}
+	reranks := []rerank{{DefaultRerankSigmas, FloatRerank}}
+	if e := os.Getenv("VECTORS_BENCH_RERANK"); e != "" {
+		reranks = nil
+		for _, f := range strings.Fields(e) {
+			var r rerank
+			fmt.Sscanf(f, "%g/%d", &r.sigmas, &r.floats)
+			reranks = append(reranks, r)
+		}
+	}
 	for _, ef := range efs {
-		vs = append(vs, &variant{name: fmt.Sprint("hnsw ef ", ef), fn: func(q []float32) ([]Hit, int, int) { h.descend = false; return h.search(q, 10, ef) }})
+		for _, k := range sigmas {
+			for _, r := range reranks {
+				name := fmt.Sprint("hnsw ef ", ef)
+				if len(sigmas) > 1 || k != DefaultSigmas {
+					name += fmt.Sprint(" sigmas ", k)
+				}
+				if len(reranks) > 1 || r != reranks[0] || r.sigmas != DefaultRerankSigmas || r.floats != FloatRerank {
+					name += fmt.Sprintf(" rerank %g/%d", r.sigmas, r.floats)
+				}
+				vs = append(vs, &variant{name: name, fn: func(q []float32) ([]Hit, walkStats) {
+					h.descend, h.sigmas, h.rerankSigmas, h.floatRerank = false, k, r.sigmas, r.floats
+					defer func() { h.sigmas, h.rerankSigmas, h.floatRerank = DefaultSigmas, DefaultRerankSigmas, FloatRerank }()
+					return h.search(q, 10, ef)
+				}})
+			}
+		}
 		if os.Getenv("VECTORS_BENCH_DESCEND") != "" {
 			// The start before the pivots: the upper layers' descent.
-			vs = append(vs, &variant{name: fmt.Sprint("descent ef ", ef), fn: func(q []float32) ([]Hit, int, int) {
+			vs = append(vs, &variant{name: fmt.Sprint("descent ef ", ef), fn: func(q []float32) ([]Hit, walkStats) {
 				h.descend = true
 				defer func() { h.descend = false }()
 				return h.search(q, 10, ef)
@@ -124,7 +169,7 @@ func BenchmarkHNSW100k(b *testing.B) {
 	if os.Getenv("VECTORS_BENCH_WARM") != "" {
 		// The same query twice: the second finds the nodes in the caches,
 		// which splits a search's time into memory and computation.
-		vs = append(vs, &variant{name: fmt.Sprint("twice, ef ", DefaultEf), fn: func(q []float32) ([]Hit, int, int) {
+		vs = append(vs, &variant{name: fmt.Sprint("twice, ef ", DefaultEf), fn: func(q []float32) ([]Hit, walkStats) {
 			h.search(q, 10, DefaultEf)
 			return h.search(q, 10, DefaultEf)
 		}})
@@ -139,23 +184,27 @@ func BenchmarkHNSW100k(b *testing.B) {
 				for i, q := range prepared {
 					c0 := threadCPU()
 					t0 := time.Now()
-					hits, nd, ns := v.fn(q)
+					hits, st := v.fn(q)
 					v.lat = append(v.lat, time.Since(t0))
 					v.cpu = append(v.cpu, threadCPU()-c0)
 					if rep == 0 {
 						v.found += overlap(hits, truth[i])
-						v.ndist += nd
-						v.nstart += ns
+						v.stats.dists += st.dists
+						v.stats.start += st.start
+						v.stats.whole += st.whole
+						v.stats.expand += st.expand
+						v.stats.floats += st.floats
+						v.stats.int8s += st.int8s
 					}
 				}
 			}
 		}
 	}
 	fmt.Printf("load after %s", loadavg())
-	fmt.Printf("%-28s %9s %9s %9s %8s %9s %6s %6s\n", "path", "p50", "mean", "cpu p50", "recall", "p50 ratio", "dists", "start")
+	fmt.Printf("%-28s %9s %9s %9s %8s %9s %6s %6s %6s %6s %6s %6s\n", "path", "p50", "mean", "cpu p50", "recall", "p50 ratio", "dists", "start", "whole", "expand", "int8s", "floats")
 	for _, v := range vs {
-		fmt.Printf("%-28s %9v %9v %9v %8.3f %8.1fx %6d %6d\n", v.name, p50(v.lat).Round(time.Microsecond), mean(v.lat).Round(time.Microsecond), p50(v.cpu).Round(time.Microsecond),
-			float64(v.found)/float64(10*nq), float64(p50(vs[0].lat))/float64(p50(v.lat)), v.ndist/nq, v.nstart/nq)
+		fmt.Printf("%-28s %9v %9v %9v %8.3f %8.1fx %6d %6d %6d %6d %6.1f %6.1f\n", v.name, p50(v.lat).Round(time.Microsecond), mean(v.lat).Round(time.Microsecond), p50(v.cpu).Round(time.Microsecond),
+			float64(v.found)/float64(10*nq), float64(p50(vs[0].lat))/float64(p50(v.lat)), v.stats.dists/nq, v.stats.start/nq, v.stats.whole/nq, v.stats.expand/nq, float64(v.stats.int8s)/float64(nq), float64(v.stats.floats)/float64(nq))
 	}
 }
 

@@ -159,7 +159,8 @@ func TestHNSWPivots(t *testing.T) {
 		t.Fatalf("pivots %v, want the nodes on level %d and above %v", h.piv, pivLevel, want)
 	}
 	for i, slot := range h.piv {
-		if !slices.Equal(h.pivNib[i*nb:(i+1)*nb], h.nib[int(slot)*nb:(int(slot)+1)*nb]) || h.pivScale[i] != h.nscale[slot] {
+		nib, _ := appendNibbles(nil, s.Vector(slot))
+		if !slices.Equal(h.pivNib[i*nb:(i+1)*nb], nib) || h.pivScale[i] != h.nscale[slot] {
 			t.Fatalf("pivot %d (slot %d): codes or scale differ from the node's", i, slot)
 		}
 	}

@@ -27,3 +27,9 @@ func prefetch(p unsafe.Pointer, lines int)
 
 //go:noescape
 func dotU4AVX2(x *uint8, q *int8, blocks int) int32
+
+//go:noescape
+func dotU2AVX2(x *uint8, q *int8, blocks int) int32
+
+//go:noescape
+func dotU4Many(x *uint8, q *int8, blocks, n int, out *int32)

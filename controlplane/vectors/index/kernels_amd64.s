@@ -248,3 +248,111 @@ u4reduce:
 	VZEROUPPER
 	MOVL AX, ret+24(FP)
 	RET
+
+// func dotU2AVX2(x *uint8, q *int8, blocks int) int32
+// Each block is 32 bytes of 2-bit codes (dimensions j, 32+j, 64+j, 96+j in
+// bits 0-1, 2-3, 4-5, 6-7 of byte j) and 128 int8 query codes: each field
+// is shifted down and masked, multiplied by its 32 query bytes and added in
+// pairs (VPMADDUBSW: unsigned by signed bytes into int16, at most 2·3·128),
+// the four fields added (at most 3,072, never saturated), widened to int32
+// pairs against ones (VPMADDWD): exact.
+TEXT ·dotU2AVX2(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	MOVL $0x03030303, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x00010001, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	VPXOR Y0, Y0, Y0
+	TESTQ CX, CX
+	JLE  u2reduce
+
+u2loop:
+	VMOVDQU (SI), Y4
+	VPSRLW $2, Y4, Y5
+	VPSRLW $4, Y4, Y6
+	VPSRLW $6, Y4, Y7
+	VPAND Y15, Y4, Y4
+	VPAND Y15, Y5, Y5
+	VPAND Y15, Y6, Y6
+	VPAND Y15, Y7, Y7
+	VPMADDUBSW (DI), Y4, Y4
+	VPMADDUBSW 32(DI), Y5, Y5
+	VPMADDUBSW 64(DI), Y6, Y6
+	VPMADDUBSW 96(DI), Y7, Y7
+	VPADDW Y5, Y4, Y4
+	VPADDW Y7, Y6, Y6
+	VPADDW Y6, Y4, Y4
+	VPMADDWD Y14, Y4, Y4
+	VPADDD Y4, Y0, Y0
+	ADDQ $32, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  u2loop
+
+u2reduce:
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPHADDD X0, X0, X0
+	VPHADDD X0, X0, X0
+	VMOVD X0, AX
+	VZEROUPPER
+	MOVL AX, ret+24(FP)
+	RET
+
+// func dotU4Many(x *uint8, q *int8, blocks, n int, out *int32)
+// out[i] = dotU4AVX2 of q and the i-th of n nibble code vectors stored one
+// after another at x (blocks·32 bytes each): the pivots' scan in one call.
+TEXT ·dotU4Many(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), SI
+	MOVQ q+8(FP), R12
+	MOVQ blocks+16(FP), R13
+	MOVQ n+24(FP), R11
+	MOVQ out+32(FP), DX
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x00010001, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	TESTQ R11, R11
+	JLE  umdone
+	TESTQ R13, R13
+	JLE  umdone
+
+umnode:
+	MOVQ R12, DI
+	MOVQ R13, CX
+	VPXOR Y0, Y0, Y0
+
+umloop:
+	VMOVDQU (SI), Y4
+	VPSRLW $4, Y4, Y5
+	VPAND Y15, Y4, Y4
+	VPAND Y15, Y5, Y5
+	VPMADDUBSW (DI), Y4, Y4
+	VPMADDUBSW 32(DI), Y5, Y5
+	VPADDW Y5, Y4, Y4
+	VPMADDWD Y14, Y4, Y4
+	VPADDD Y4, Y0, Y0
+	ADDQ $32, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  umloop
+
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPHADDD X0, X0, X0
+	VPHADDD X0, X0, X0
+	VMOVD X0, AX
+	MOVL AX, (DX)
+	ADDQ $4, DX
+	DECQ R11
+	JNZ  umnode
+
+umdone:
+	VZEROUPPER
+	RET

@@ -15,3 +15,7 @@ func dotU4AVX2(x *uint8, q *int8, blocks int) int32 { panic("index: no AVX2") }
 
 // prefetch is a hint the portable build does without.
 func prefetch(p unsafe.Pointer, lines int) {}
+
+func dotU2AVX2(x *uint8, q *int8, blocks int) int32 { panic("index: no AVX2") }
+
+func dotU4Many(x *uint8, q *int8, blocks, n int, out *int32) { panic("index: no AVX2") }
