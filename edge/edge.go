@@ -274,8 +274,13 @@ func (e *Edge) Run(ctx context.Context) error {
 	wg.Go(func() { e.syncLoop(runCtx) })
 	wg.Go(func() { e.flushLoop(runCtx) })
 
+	// tail_order.go: with ReadOrder "arrival", connections served in the
+	// order their requests arrived, not the runtime's newest-first batches.
+	waker := newArrivalWaker(e.cfg.ReadOrder)
+	defer waker.close()
+
 	e.h2 = e.newH2Server()
-	e.mux = newTLSMux(newPerIPListener(e.httpsLn, e.cfg.MaxConnsPerIP, e.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused),
+	e.mux = newTLSMux(orderedListener(newPerIPListener(e.httpsLn, e.cfg.MaxConnsPerIP, e.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused), waker),
 		e.tlsConfig, e.cfg.ReadTimeout)
 	e.mux.serveH2 = e.newH2ConnServer(e.h2) // HTTP/2 served on the mux's TLS connections (bridge.go)
 	errc := make(chan error, 4)
@@ -284,7 +289,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	go func() { errc <- serveErr("https (HTTP/2)", e.h2.Serve(e.mux.h2)) }()
 	if e.httpSrv != nil {
 		go func() {
-			errc <- serveErr("http", e.httpSrv.Serve(lazyDeadlineListener{newPerIPListener(e.httpLn, e.cfg.MaxConnsPerIP, e.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused)}))
+			errc <- serveErr("http", e.httpSrv.Serve(lazyDeadlineListener{orderedListener(newPerIPListener(e.httpLn, e.cfg.MaxConnsPerIP, e.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused), waker)}))
 		}()
 	}
 	go func() { errc <- serveErr("http3", e.h3.Serve(e.udp)) }()

@@ -357,7 +357,9 @@ func TestMediaLivePlaylistThroughEdge(t *testing.T) {
 	if first.header.Get("Cache-Control") != "public, max-age=1, stale-while-revalidate=1" {
 		t.Fatalf("live playlist Cache-Control %q", first.header.Get("Cache-Control"))
 	}
-	// Within its second it is the cache's.
+	// Within its second it is the cache's (once the cache's asynchronous
+	// write is applied).
+	h.edge.cache.Wait()
 	if r := h.get(mediaHost, playlist); r.header.Get("X-Cache") != "HIT" || r.body != first.body {
 		t.Fatalf("live playlist again: X-Cache %q", r.header.Get("X-Cache"))
 	}
@@ -367,6 +369,7 @@ func TestMediaLivePlaylistThroughEdge(t *testing.T) {
 	if r := h.get(mediaHost, fragPath); r.status != 200 || r.header.Get("Content-Type") != "video/mp2t" {
 		t.Fatalf("fragment %s: %d %v", frag, r.status, r.header)
 	}
+	h.edge.cache.Wait()
 	if r := h.get(mediaHost, fragPath); r.header.Get("X-Cache") != "HIT" {
 		t.Fatalf("fragment again: X-Cache %q", r.header.Get("X-Cache"))
 	}
