@@ -27,20 +27,28 @@ const nibbleStep = 0.3352
 // nibbleBytes is the size of a vector's nibble codes.
 func nibbleBytes(dims int) int { return (dims + 63) / 64 * 32 }
 
-// appendNibbles appends v's nibble codes to dst and returns it with v's
-// scale.
-func appendNibbles(dst []uint8, v []float32) ([]uint8, float32) {
+// nibbleCoder returns v's nibble scale a (nibbleStep times its root mean
+// square value) and the code U_i of its value i, clamped to 0..15; past the
+// end of v (padding) or for a zero vector the code is 8 (7.5 rounds up: the
+// value codes as +0.5a, which a zero-padded query ignores).
+func nibbleCoder(v []float32) (float32, func(int) uint8) {
 	var sq float64
 	for _, x := range v {
 		sq += float64(x) * float64(x)
 	}
 	a := float32(nibbleStep * math.Sqrt(sq/float64(len(v))))
-	code := func(i int) uint8 {
+	return a, func(i int) uint8 {
 		if i >= len(v) || a == 0 {
-			return 8 // 7.5 rounds up: a padded or zero value codes as +0.5a, the query ignores it
+			return 8
 		}
 		return uint8(math.Max(0, math.Min(15, math.Round(float64(v[i])/float64(a)+7.5))))
 	}
+}
+
+// appendNibbles appends v's nibble codes to dst and returns it with v's
+// scale.
+func appendNibbles(dst []uint8, v []float32) ([]uint8, float32) {
+	a, code := nibbleCoder(v)
 	for b := 0; b < len(v); b += 64 {
 		for j := 0; j < 32; j++ {
 			dst = append(dst, code(b+j)|code(b+32+j)<<4)
@@ -126,17 +134,7 @@ func planeDims(dims int) int { return (dims + 127) / 128 * 128 }
 // appendPlanes appends v's high plane then its low plane to dst and
 // returns it with v's scale (the nibble scale of appendNibbles).
 func appendPlanes(dst []uint8, v []float32) ([]uint8, float32) {
-	var sq float64
-	for _, x := range v {
-		sq += float64(x) * float64(x)
-	}
-	a := float32(nibbleStep * math.Sqrt(sq/float64(len(v))))
-	code := func(i int) uint8 {
-		if i >= len(v) || a == 0 {
-			return 8
-		}
-		return uint8(math.Max(0, math.Min(15, math.Round(float64(v[i])/float64(a)+7.5))))
-	}
+	a, code := nibbleCoder(v)
 	for plane := 0; plane < 2; plane++ {
 		for b := 0; b < len(v); b += 128 {
 			for j := 0; j < 32; j++ {
