@@ -1,7 +1,9 @@
 package media
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -24,7 +26,8 @@ func freeAddr(t *testing.T) string {
 }
 
 // publish starts ffmpeg sending a test pattern to url (output options
-// such as -tls_verify before it); the channel gets its exit error.
+// such as -tls_verify before it); the channel gets its exit error, with
+// what ffmpeg wrote to its standard error.
 func publish(t *testing.T, url string, opts ...string) (*exec.Cmd, chan error) {
 	t.Helper()
 	args := []string{"-hide_banner", "-loglevel", "error", "-nostdin", "-re",
@@ -32,13 +35,19 @@ func publish(t *testing.T, url string, opts ...string) (*exec.Cmd, chan error) {
 		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "10", "-pix_fmt", "yuv420p",
 		"-c:a", "aac", "-t", "120", "-f", "flv"}
 	cmd := exec.Command("ffmpeg", append(append(args, opts...), url)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr // written by exec's copier, read after Wait
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	exited := make(chan struct{})
 	go func() {
-		done <- cmd.Wait()
+		err := cmd.Wait()
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(stderr.Bytes()))
+		}
+		done <- err
 		close(exited)
 	}()
 	t.Cleanup(func() {
