@@ -18,7 +18,7 @@ UA='Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrom
 HOST=benchapp.localhost XFF=2.0.1.1
 declare -A U=([old]=https://127.0.0.1:17443/api/items [new]=https://127.0.0.1:17543/api/items [nginx]=https://127.0.0.1:18085/api/items)
 if [[ $WL == page4k ]]; then
- . /tmp/platform-bench/shield/addrs.env
+ . "${BENCH_WORK:-/tmp/platform-bench}/shield/addrs.env"
  HOST=bench.localhost XFF=$ALLOW_IP
  U=([old]=https://127.0.0.1:17443/ [new]=https://127.0.0.1:17543/ [nginx]=https://127.0.0.1:18081/)
 fi

@@ -277,6 +277,9 @@ func (e *Edge) Run(ctx context.Context) error {
 	// tail_order.go: with ReadOrder "arrival", connections served in the
 	// order their requests arrived, not the runtime's newest-first batches.
 	waker := newArrivalWaker(e.cfg.ReadOrder)
+	if waker == nil && e.cfg.ReadOrder == ReadOrderArrival {
+		e.log.Warn("edge: read order arrival needs Linux epoll; serving in the runtime's order")
+	}
 	defer waker.close()
 
 	e.h2 = e.newH2Server()

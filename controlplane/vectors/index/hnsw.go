@@ -54,13 +54,12 @@ type HNSW struct {
 	nscale []float32
 	// sigmas is how many standard deviations of the H plane's estimate a
 	// neighbour may lie beyond the beam before its L plane is left unread
-	// (0 or less reads every neighbour whole); rerankSigmas is the margin
-	// of the int8 re-rank (search), 0 re-ranking every node of the walk;
-	// floatRerank is FloatRerank. The benchmark varies them.
-	sigmas, rerankSigmas float64
-	floatRerank          int
-	entry                int32
-	maxLevel             int
+	// (0 or less reads every neighbour whole); floatRerank is FloatRerank.
+	// The benchmark and the tests vary them.
+	sigmas      float64
+	floatRerank int
+	entry       int32
+	maxLevel    int
 	// piv are the nodes on level pivLevel and above, pivNib their nibble
 	// codes one after another, pivScale their scales: a search scans them
 	// in order (a few hundred nodes whose codes stay in the CPU caches
@@ -92,7 +91,7 @@ func NewHNSW(st *Store, cfg HNSWConfig) *HNSW {
 		cfg.EfConstruction = DefaultEfConstruction
 	}
 	return &HNSW{st: st, m: cfg.M, m0: 2 * cfg.M, row: 1 + 4*cfg.M, efC: cfg.EfConstruction, ml: 1 / math.Log(float64(cfg.M)),
-		sigmas: DefaultSigmas, rerankSigmas: DefaultRerankSigmas, floatRerank: FloatRerank, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), entry: -1}
+		sigmas: DefaultSigmas, floatRerank: FloatRerank, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), entry: -1}
 }
 
 // Covered is the number of slots in the graph: slots [0, Covered).
@@ -456,30 +455,16 @@ type walkStats struct {
 // is left unread: chosen on the benchmark's recall (README.md), and
 // checked on data unlike it (TestHNSWPlaneRejection/skewed: same recall).
 //
-// DefaultRerankSigmas, the int8 re-rank's margin (in standard deviations of
-// the nibble distance's error), is 0: every node of the walk is ranked
-// again by the int8 codes. A margin of 2 saved 4-16 µs a query on the
-// benchmark's data, but its error constant (nibbleErr) was measured on that
-// data: on skewed data (Laplace noise, dimensions scaled 0.2 to 5) it cut
-// recall@10 from 0.993 to 0.912.
-const (
-	DefaultSigmas       = 2.0
-	DefaultRerankSigmas = 0
-)
+// Every live node of the walk is ranked again by the int8 codes. Keeping
+// only those within a margin of the nibble distance's error saved 4-16 µs a
+// query on the benchmark's data, but the error was measured on that data:
+// on skewed data (Laplace noise, dimensions scaled 0.2 to 5) it cut
+// recall@10 from 0.993 to 0.912, so it was removed (README.md).
+const DefaultSigmas = 2.0
 
 // FloatRerank is how many of the walk's nodes, best by the int8 codes, a
 // search ranks in float32 (at least k).
 const FloatRerank = 12
-
-// rerankKeep and nibbleErr: the int8 re-rank takes the best max(k,
-// rerankKeep) nodes of the walk by the nibble codes and those within
-// rerankSigmas standard deviations of the nibble distance's error
-// (nibbleErr times the node's scale, the query's int8 scale and ‖Q‖,
-// measured on the benchmark's data) of the last of them.
-const (
-	rerankKeep = 16
-	nibbleErr  = 0.356
-)
 
 // search is Search; it also returns the walk's counts.
 func (h *HNSW) search(q []float32, k, ef int) ([]Hit, walkStats) {
@@ -517,26 +502,6 @@ func (h *HNSW) search(q []float32, k, ef int) ([]Hit, walkStats) {
 		if st.alive[x.Slot] {
 			live = append(live, x)
 		}
-	}
-	if keep := max(rerankKeep, k); h.rerankSigmas > 0 && len(live) > keep {
-		// Only the nodes that may be among the best keep by the int8
-		// codes: the best keep by the nibble codes and those within
-		// rerankSigmas standard deviations of the nibble distance's error
-		// of the last of them.
-		sortHits(live)
-		m := float32(h.rerankSigmas * nibbleErr * s.b8 * math.Sqrt(float64(qn)))
-		if st.metric == Euclidean {
-			m *= 2
-		}
-		lim := live[keep-1].Dist
-		n := keep
-		for _, x := range live[keep:] {
-			if x.Dist <= lim+m*h.nscale[x.Slot] {
-				live[n] = x
-				n++
-			}
-		}
-		live = live[:n]
 	}
 	s.stats.int8s = len(live)
 	d := st.dims

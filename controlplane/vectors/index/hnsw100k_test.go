@@ -30,7 +30,8 @@ import (
 // nodes ranked to find the bottom layer's entry, pivots included, "whole"
 // those whose both bit planes were read, "expand" the nodes expanded,
 // "int8s" and "floats" the nodes re-ranked by the int8 codes and in
-// float32; VECTORS_BENCH_SIGMAS and _RERANK vary the walk's margins):
+// float32; VECTORS_BENCH_SIGMAS and _FLOATS vary the walk's margin and the
+// float32 re-rank):
 //
 //	go test -run '^$' -bench HNSW100k -benchtime 1x ./controlplane/vectors/index/
 func BenchmarkHNSW100k(b *testing.B) {
@@ -115,9 +116,8 @@ func BenchmarkHNSW100k(b *testing.B) {
 	}
 	vs := []*variant{{name: "exact", fn: func(q []float32) ([]Hit, walkStats) { return s.Exact(q, 10, nil), walkStats{} }}}
 	// VECTORS_BENCH_SIGMAS lists the walk's rejection margins (0 reads
-	// every neighbour whole), VECTORS_BENCH_RERANK margins of the int8
-	// re-rank with the float32 re-rank's size as "sigmas/count" (0/16 is
-	// the previous re-rank of every node, best 16 in float32).
+	// every neighbour whole), VECTORS_BENCH_FLOATS the float32 re-rank's
+	// sizes (16 was the previous one).
 	sigmas := []float64{DefaultSigmas}
 	if e := os.Getenv("VECTORS_BENCH_SIGMAS"); e != "" {
 		sigmas = nil
@@ -127,32 +127,28 @@ func BenchmarkHNSW100k(b *testing.B) {
 			sigmas = append(sigmas, k)
 		}
 	}
-	type rerank struct {
-		sigmas float64
-		floats int
-	}
-	reranks := []rerank{{DefaultRerankSigmas, FloatRerank}}
-	if e := os.Getenv("VECTORS_BENCH_RERANK"); e != "" {
-		reranks = nil
+	floats := []int{FloatRerank}
+	if e := os.Getenv("VECTORS_BENCH_FLOATS"); e != "" {
+		floats = nil
 		for _, f := range strings.Fields(e) {
-			var r rerank
-			fmt.Sscanf(f, "%g/%d", &r.sigmas, &r.floats)
-			reranks = append(reranks, r)
+			var n int
+			fmt.Sscan(f, &n)
+			floats = append(floats, n)
 		}
 	}
 	for _, ef := range efs {
 		for _, k := range sigmas {
-			for _, r := range reranks {
+			for _, fl := range floats {
 				name := fmt.Sprint("hnsw ef ", ef)
 				if len(sigmas) > 1 || k != DefaultSigmas {
 					name += fmt.Sprint(" sigmas ", k)
 				}
-				if len(reranks) > 1 || r != reranks[0] || r.sigmas != DefaultRerankSigmas || r.floats != FloatRerank {
-					name += fmt.Sprintf(" rerank %g/%d", r.sigmas, r.floats)
+				if len(floats) > 1 || fl != FloatRerank {
+					name += fmt.Sprint(" floats ", fl)
 				}
 				vs = append(vs, &variant{name: name, fn: func(q []float32) ([]Hit, walkStats) {
-					h.descend, h.sigmas, h.rerankSigmas, h.floatRerank = false, k, r.sigmas, r.floats
-					defer func() { h.sigmas, h.rerankSigmas, h.floatRerank = DefaultSigmas, DefaultRerankSigmas, FloatRerank }()
+					h.descend, h.sigmas, h.floatRerank = false, k, fl
+					defer func() { h.sigmas, h.floatRerank = DefaultSigmas, FloatRerank }()
 					return h.search(q, 10, ef)
 				}})
 			}

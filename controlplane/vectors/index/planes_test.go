@@ -244,9 +244,9 @@ func TestHNSWPlaneRejection(t *testing.T) {
 					p, _ := s.Prepare(q)
 					truth := s.Exact(p, 10, nil)
 					for i, fast := range []bool{false, true} {
-						h.sigmas, h.rerankSigmas, h.floatRerank = 0, 0, 16
+						h.sigmas, h.floatRerank = 0, 16
 						if fast {
-							h.sigmas, h.rerankSigmas, h.floatRerank = DefaultSigmas, DefaultRerankSigmas, FloatRerank
+							h.sigmas, h.floatRerank = DefaultSigmas, FloatRerank
 						}
 						hits, w := h.search(p, 10, DefaultEf)
 						found[i] += overlap(hits, truth)
