@@ -18,9 +18,12 @@ FUZZTIME  ?= 60s
 run: build geodata
 	$(BIN) serve --data $(DATA) --allow-private-networks --app-sandbox none
 
-## build: the one binary
+## build: the one binary, with the runtime's network poller serving ready connections oldest
+## first (build/netpollfifo: a one-line overlay of the toolchain's runtime/netpoll_epoll.go,
+## checked against its source; without it, or on another OS, the runtime's own order)
+NETPOLL_FLAGS = $(shell $(GO) run ./build/netpollfifo -goroot "$$($(GO) env GOROOT)" -dir bin/_netpollfifo)
 build:
-	$(GO) build -o $(BIN) ./cmd/platform
+	$(GO) build $(NETPOLL_FLAGS) -o $(BIN) ./cmd/platform
 
 ## test: formatting, vet, staticcheck, then every test with the race detector, then the control
 ## plane's tests again with PostgreSQL as the store (Debian `postgresql`; without it that pass skips)

@@ -162,11 +162,6 @@ type Config struct {
 	// ready, then stop the old one, which refuses new connections at once
 	// and lets its requests in flight finish (ShutdownTimeout).
 	ReusePort bool `json:"reusePort,omitempty"`
-	// ReadOrder is the order in which connections waiting for their next
-	// request are served once it arrives: "runtime" (the default, "": Go's
-	// netpoll order, newest first within each poll) or "arrival" (Linux;
-	// see tail_order.go).
-	ReadOrder string `json:"readOrder,omitempty"`
 	// AccessLog turns on access logs: one JSON line per request, to this
 	// file (appended, created 0640) or to standard output with "-". Off
 	// when empty (the default).
@@ -319,9 +314,6 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("reusePort: SO_REUSEPORT is not supported on this system"))
 	}
 	if _, err := ownAddrs(c.OwnListeners); err != nil {
-		errs = append(errs, err)
-	}
-	if err := checkReadOrder(c.ReadOrder); err != nil {
 		errs = append(errs, err)
 	}
 	if c.MaxHeaderBytes < 1024 {

@@ -274,16 +274,12 @@ func (e *Edge) Run(ctx context.Context) error {
 	wg.Go(func() { e.syncLoop(runCtx) })
 	wg.Go(func() { e.flushLoop(runCtx) })
 
-	// tail_order.go: with ReadOrder "arrival", connections served in the
-	// order their requests arrived, not the runtime's newest-first batches.
-	waker := newArrivalWaker(e.cfg.ReadOrder)
-	if waker == nil && e.cfg.ReadOrder == ReadOrderArrival {
-		e.log.Warn("edge: read order arrival needs Linux epoll; serving in the runtime's order")
+	if netpollOrder != NetpollOrderEpoll {
+		e.log.Info("edge: built without the runtime patch of make build: Go's poller serves each batch of ready connections newest first, a longer tail under load (edge/netpoll.go)")
 	}
-	defer waker.close()
 
 	e.h2 = e.newH2Server()
-	e.mux = newTLSMux(orderedListener(newPerIPListener(e.httpsLn, e.cfg.MaxConnsPerIP, e.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused), waker),
+	e.mux = newTLSMux(newPerIPListener(e.httpsLn, e.cfg.MaxConnsPerIP, e.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused),
 		e.tlsConfig, e.cfg.ReadTimeout)
 	e.mux.serveH2 = e.newH2ConnServer(e.h2) // HTTP/2 served on the mux's TLS connections (bridge.go)
 	errc := make(chan error, 4)
@@ -292,7 +288,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	go func() { errc <- serveErr("https (HTTP/2)", e.h2.Serve(e.mux.h2)) }()
 	if e.httpSrv != nil {
 		go func() {
-			errc <- serveErr("http", e.httpSrv.Serve(lazyDeadlineListener{orderedListener(newPerIPListener(e.httpLn, e.cfg.MaxConnsPerIP, e.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused), waker)}))
+			errc <- serveErr("http", e.httpSrv.Serve(lazyDeadlineListener{newPerIPListener(e.httpLn, e.cfg.MaxConnsPerIP, e.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused)}))
 		}()
 	}
 	go func() { errc <- serveErr("http3", e.h3.Serve(e.udp)) }()

@@ -100,10 +100,6 @@ type countedConn struct {
 	once  sync.Once
 }
 
-// NetConn returns the connection wrapped (tail_order.go reaches the socket
-// through it).
-func (c *countedConn) NetConn() net.Conn { return c.Conn }
-
 func (c *countedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { c.l.release(c) })

@@ -135,9 +135,13 @@ func newMetrics() *metrics {
 	for i, r := range [numPasswordResults]string{"right", "wrong", "throttled"} {
 		m.passwords[i] = pw.WithLabelValues(r)
 	}
+	order := prometheus.NewGauge(prometheus.GaugeOpts{Name: "platform_edge_netpoll_order_info",
+		Help:        "Always 1; the label says in which order the runtime's poller serves ready connections (netpoll.go): epoll (make build) or runtime.",
+		ConstLabels: prometheus.Labels{"order": NetpollOrder()}})
+	order.Set(1)
 	m.collectors = []prometheus.Collector{reqs, dur, dec, pw, oresp, m.originErr, m.guarded, m.compressed, m.version,
 		m.ready, m.applied, m.syncErrors, m.lastSync, m.flushed, m.flushErrors, m.blobFetches,
-		m.staleRetries, upg, m.upgradesOpen, cr, m.accessDrops, m.staleServed, m.passes, rf}
+		m.staleRetries, upg, m.upgradesOpen, cr, m.accessDrops, m.staleServed, m.passes, rf, order}
 	return m
 }
 

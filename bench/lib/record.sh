@@ -20,6 +20,16 @@ bench_command() {
 	echo "$cmd${BENCH_COMMAND:-bash bench/run.sh}"
 }
 
+# netpoll_order BIN: epoll when BIN was built by make build with
+# build/netpollfifo's runtime patch (its -X setting), else runtime.
+netpoll_order() {
+	if "$GO" version -m "$1" 2>/dev/null | grep -q 'edge.netpollOrder=epoll'; then
+		echo epoll
+	else
+		echo "runtime (Go's own: newest first)"
+	fi
+}
+
 record_settings() {
 	local commit dirty=""
 	commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -30,7 +40,7 @@ record_settings() {
 - date: $(date -u '+%Y-%m-%d %H:%M UTC'); command: \`$BENCH_CMD\`
 - machine: $(nproc) cores, $(lscpu | awk -F: '/^Model name/{gsub(/^ +/, "", $2); print $2; exit}'), $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(lscpu | awk -F: '/^Hypervisor vendor/{gsub(/^ +/, "", $2); print "virtualised (" $2 ")"; exit}'); $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r)
 - load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)
-- edge: ${EDGE_BIN:+$EDGE_BIN, not bin/platform; }platform $commit$dirty, $("$GO" version | cut -d' ' -f3), fasthttp $(awk '/valyala\/fasthttp /{print $2}' "$ROOT/go.mod")
+- edge: ${EDGE_BIN:+$EDGE_BIN, not bin/platform; }platform $commit$dirty, $("$GO" version | cut -d' ' -f3), fasthttp $(awk '/valyala\/fasthttp /{print $2}' "$ROOT/go.mod"), netpoll order $(netpoll_order "${EDGE_BIN:-$ROOT/bin/platform}")${EDGE2_BIN:+ (edge2: $(netpoll_order "$EDGE2_BIN"))}
 - nginx $(nginx -v 2>&1 | cut -d/ -f2) ($(nginx -V 2>&1 | awk '/built with OpenSSL/{print "OpenSSL " $4}')), $("$VARNISHD" -V 2>&1 | head -1 | cut -d' ' -f1 | tr -d '(' ) $("$VARNISHD" -V 2>&1 | head -1 | awk '{print $2}' | tr -d '(' ), hitch $(hitch --version 2>&1 | awk '{print $2}'), Caddy $(caddy version | cut -d' ' -f1), wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}'), $(openssl version | cut -d' ' -f1-2)
 
 ## Settings

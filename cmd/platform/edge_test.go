@@ -170,6 +170,10 @@ func TestServeRunsTheEdge(t *testing.T) {
 	if v := metric(t, o.adminAddr, "platform_edge_config_version"); v == "" || v == "0" {
 		t.Errorf("platform_edge_config_version = %q", v)
 	}
+	// go test builds without make build's runtime patch (edge/netpoll.go).
+	if v := metric(t, o.adminAddr, `platform_edge_netpoll_order_info{order="runtime"}`); v != "1" {
+		t.Errorf("platform_edge_netpoll_order_info{order=\"runtime\"} = %q, want 1", v)
+	}
 	if v := metric(t, o.adminAddr, `platform_edge_requests_total{code="2xx",kind="static"}`); v == "" {
 		t.Errorf("no static request counted")
 	}

@@ -33,7 +33,6 @@ type options struct {
 	stripeKey      string
 	stripeBaseURL  string
 	accessLog      string
-	readOrder      string
 	rtmpAddr       string
 	mediaHost      string
 	nodeID         string
@@ -101,7 +100,6 @@ func (o *options) defs() []flagDef {
 		{"seal-key-file", "PLATFORM_SEAL_KEY_FILE", "", "the 32-byte key sealing secrets at rest (default DIR/keys/seal.key, created on first start); replicas on one --store share it", &o.sealKeyFile},
 		{"blobs", "PLATFORM_BLOBS", "", "where deployed files and repo snapshots live: a directory, or s3://BUCKET/PREFIX?endpoint=URL&path_style=true (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a profile or the instance role); default DIR/blobs", &o.blobs},
 		{"access-log", "PLATFORM_ACCESS_LOG", "", "edge: one JSON line per request to this file, or - for stdout (off when empty)", &o.accessLog},
-		{"read-order", "PLATFORM_READ_ORDER", "runtime", "edge: serve waiting connections in Go's netpoll order (runtime), or in the order their requests arrived (arrival, Linux)", &o.readOrder},
 	}
 }
 

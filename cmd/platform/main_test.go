@@ -90,7 +90,6 @@ func TestServeRefusesClearly(t *testing.T) {
 		{"https port in use", func(o *options) { o.httpsAddr = busy.Addr().String() }, "https address"},
 		{"bad trusted proxy", func(o *options) { o.trustedProxies = "10.0.0.0/8,bogus" }, "trusted proxy"},
 		{"bad cache size", func(o *options) { o.cacheBytes = "lots" }, "cache-bytes"},
-		{"bad read order", func(o *options) { o.readOrder = "lifo" }, "read-order"},
 		{"bad app sandbox", func(o *options) { o.appSandbox = "docker" }, "app-sandbox"},
 		{"bad app idle timeout", func(o *options) { o.appIdle = "soon" }, "app-idle-timeout"},
 		{"app CPU too small", func(o *options) { o.appCPUMillis = "5" }, "app-cpu-millis"},

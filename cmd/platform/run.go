@@ -264,16 +264,12 @@ func edgeConfig(o options, log *slog.Logger, controlPlane, token string) (edge.C
 	if err != nil || cacheBytes <= 0 {
 		return edge.Config{}, fmt.Errorf("--cache-bytes %q must be a positive number of bytes", o.cacheBytes)
 	}
-	if o.readOrder != "" && o.readOrder != edge.ReadOrderArrival && o.readOrder != edge.ReadOrderRuntime {
-		return edge.Config{}, fmt.Errorf("--read-order %q: want %s or %s", o.readOrder, edge.ReadOrderArrival, edge.ReadOrderRuntime)
-	}
 	cfg := edge.Config{
 		HTTPAddr: o.httpAddr, HTTPSAddr: o.httpsAddr, AppsDomain: o.appsDomain, DataDir: o.data,
 		ControlPlane: controlPlane, Token: token, GeoIP: o.geoip, Logger: log.With("component", "edge"),
 		Cache:                cache.Config{MaxBytes: cacheBytes},
 		AllowPrivateNetworks: o.allowPrivate,
 		AccessLog:            o.accessLog,
-		ReadOrder:            o.readOrder,
 		ReusePort:            o.reusePort,
 		OwnListeners:         []string{o.apiAddr, o.adminAddr},
 	}

@@ -1,5 +1,0 @@
-//go:build !race
-
-package edge
-
-const raceEnabled = false
