@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +17,32 @@ import (
 	"github.com/svcplatform/platform/controlplane/plans"
 )
 
+// freeAddr returns a loopback address nobody listens on, for a server
+// another process (nginx) binds later. The port is below the kernel's
+// ephemeral range: a port picked there (":0") is closed before nginx binds
+// it, and meanwhile any outgoing connection of the tests running in
+// parallel may take it as its local port, which is how a live test's
+// publisher once found nobody listening.
 func freeAddr(t *testing.T) string {
 	t.Helper()
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	const from = 20000
+	if low-from >= 1000 {
+		for range 50 {
+			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(from+rand.IntN(low-from)))
+			if ln, err := net.Listen("tcp", addr); err == nil {
+				ln.Close()
+				return addr
+			}
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
