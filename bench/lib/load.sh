@@ -45,6 +45,7 @@ page4k h3 edge https://127.0.0.1:$EDGE_HTTPS/ $s $ALLOW_IP ok
 page4k h3 caddy https://127.0.0.1:$CADDY_HTTPS/ $s $ALLOW_IP ok
 proxy https edge https://127.0.0.1:$EDGE_HTTPS/api/items $a $ALLOW_IP ok
 proxy https nginx https://127.0.0.1:$NGINX_PROXY_HTTPS/api/items $a $ALLOW_IP ok
+proxy https nginx+rules https://127.0.0.1:$NGINX_RULES_HTTPS/api/items $a $ALLOW_IP ok
 proxy https caddy https://127.0.0.1:$CADDY_PROXY_HTTPS/api/items $a $ALLOW_IP ok
 proxy h2 edge https://127.0.0.1:$EDGE_HTTPS/api/items $a $ALLOW_IP ok
 proxy h2 nginx https://127.0.0.1:$NGINX_PROXY_HTTPS/api/items $a $ALLOW_IP ok

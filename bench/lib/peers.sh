@@ -76,7 +76,7 @@ $(nginx_http "$dir")
     ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;
     ssl_session_cache shared:SSL:10m;
 
-    # Shield-like rules for the nginx+rules server (workloads 1 and 3): the
+    # Shield-like rules for the nginx+rules server (workloads 1, 3 and 4): the
     # same 10,000 deny ranges (geo), the same 50 countries from the same
     # database (geoip2), an AI-crawler regular expression, the client taken
     # from X-Forwarded-For sent by 127.0.0.1 (realip).
@@ -108,6 +108,26 @@ $(nginx_http "$dir")
         root $SITE;
         index index.html;
         location ~ /\. { return 404; }
+        # Workload 4 as the edge forwards it: behind the same rules, the
+        # X-Forwarded-* and X-Real-IP the edge sends the origin, and the
+        # headers the edge adds to every answer (HSTS, nosniff, frame and
+        # referrer policies, Alt-Svc, X-Cache).
+        location /api/ {
+            proxy_pass http://origin;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host \$host;
+            proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+            proxy_set_header X-Real-IP \$remote_addr;
+            proxy_set_header X-Forwarded-Proto \$scheme;
+            proxy_set_header X-Forwarded-Host \$host;
+            add_header Strict-Transport-Security "max-age=31536000" always;
+            add_header X-Content-Type-Options "nosniff" always;
+            add_header X-Frame-Options "SAMEORIGIN" always;
+            add_header Referrer-Policy "strict-origin-when-cross-origin" always;
+            add_header Alt-Svc 'h3=":$NGINX_RULES_HTTPS"; ma=86400' always;
+            add_header X-Cache "MISS" always;
+        }
     }
     server {
         listen 127.0.0.1:$NGINX_PROXY_HTTP backlog=4096;
