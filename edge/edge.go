@@ -274,7 +274,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	wg.Go(func() { e.syncLoop(runCtx) })
 	wg.Go(func() { e.flushLoop(runCtx) })
 
-	if netpollOrder != NetpollOrderEpoll {
+	if netpollOrderName() != netpollOrderEpoll {
 		e.log.Info("edge: built without the runtime patch of make build: Go's poller serves each batch of ready connections newest first, a longer tail under load (edge/netpoll.go)")
 	}
 

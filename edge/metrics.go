@@ -137,7 +137,7 @@ func newMetrics() *metrics {
 	}
 	order := prometheus.NewGauge(prometheus.GaugeOpts{Name: "platform_edge_netpoll_order_info",
 		Help:        "Always 1; the label says in which order the runtime's poller serves ready connections (netpoll.go): epoll (make build) or runtime.",
-		ConstLabels: prometheus.Labels{"order": NetpollOrder()}})
+		ConstLabels: prometheus.Labels{"order": netpollOrderName()}})
 	order.Set(1)
 	m.collectors = []prometheus.Collector{reqs, dur, dec, pw, oresp, m.originErr, m.guarded, m.compressed, m.version,
 		m.ready, m.applied, m.syncErrors, m.lastSync, m.flushed, m.flushErrors, m.blobFetches,

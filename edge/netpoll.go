@@ -21,23 +21,20 @@ package edge
 // netpollOrder. Under workload 1 the patched build's p90 is nginx's and its
 // p99 0.73-0.90x the stock build's (edge/README.md, "Tail"). A binary built
 // with plain go build serves in the runtime's order and says so at start.
-// (Session 5's user-space alternative, an epoll instance of the edge's own
-// that readied connections in the kernel's order, cost about what it gained:
-// every packet woke two epoll instances. It is gone.)
 
-// NetpollOrderEpoll is netpollOrder in a binary built by make build.
-const NetpollOrderEpoll = "epoll"
+// netpollOrderEpoll is netpollOrder in a binary built by make build.
+const netpollOrderEpoll = "epoll"
 
 // netpollOrder is set by the linker (-X, from build/netpollfifo) when the
 // runtime's poller was patched to serve in epoll's order; empty otherwise.
 var netpollOrder string
 
-// NetpollOrder reports the order the runtime's poller serves ready
+// netpollOrderName reports the order the runtime's poller serves ready
 // connections in: "epoll" (oldest first, make build) or "runtime" (Go's
 // own, newest first within a batch).
-func NetpollOrder() string {
-	if netpollOrder == NetpollOrderEpoll {
-		return NetpollOrderEpoll
+func netpollOrderName() string {
+	if netpollOrder == netpollOrderEpoll {
+		return netpollOrderEpoll
 	}
 	return "runtime"
 }

@@ -16,7 +16,7 @@ func TestNetpollOrderNamedByTheBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := reflect.TypeFor[Config]().PkgPath() + ".netpollOrder"
-	for _, want := range []string{`orderVar = "` + name + `"`, `Order = "` + NetpollOrderEpoll + `"`} {
+	for _, want := range []string{`orderVar = "` + name + `"`, `order = "` + netpollOrderEpoll + `"`} {
 		if !strings.Contains(string(src), want) {
 			t.Errorf("build/netpollfifo/main.go does not say %s", want)
 		}
@@ -24,8 +24,8 @@ func TestNetpollOrderNamedByTheBuild(t *testing.T) {
 	defer func(o string) { netpollOrder = o }(netpollOrder)
 	for set, want := range map[string]string{"": "runtime", "epoll": "epoll", "other": "runtime"} {
 		netpollOrder = set
-		if got := NetpollOrder(); got != want {
-			t.Errorf("netpollOrder %q: NetpollOrder() = %q, want %q", set, got, want)
+		if got := netpollOrderName(); got != want {
+			t.Errorf("netpollOrder %q: netpollOrderName() = %q, want %q", set, got, want)
 		}
 	}
 }

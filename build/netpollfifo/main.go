@@ -34,8 +34,8 @@ import (
 	"runtime"
 )
 
-// Order is what the patched binary reports (edge.netpollOrder).
-const Order = "epoll"
+// order is what the patched binary reports (edge.netpollOrder).
+const order = "epoll"
 
 // orderVar is the variable -ldflags -X sets in the patched binary.
 const orderVar = "github.com/svcplatform/platform/edge.netpollOrder"
@@ -111,7 +111,7 @@ func write(goroot, dir, goos string) (string, error) {
 	if err := writeFile(overlay, ov); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("-overlay=%s -ldflags=-X=%s=%s", overlay, orderVar, Order), nil
+	return fmt.Sprintf("-overlay=%s -ldflags=-X=%s=%s", overlay, orderVar, order), nil
 }
 
 // writeFile replaces name only when its content changes, so that go build's
@@ -131,10 +131,10 @@ func writeFile(name string, b []byte) error {
 // error naming the first assumption the toolchain's runtime breaks.
 func patch(src, netpoll, proc []byte) ([]byte, error) {
 	for _, c := range []struct {
-		file     string
-		text     []byte
-		line     []byte
-		meanings string
+		file    string
+		text    []byte
+		line    []byte
+		assumes string
 	}{
 		{"netpoll_epoll.go", src, loopLine, "netpoll walks epoll's events forwards"},
 		{"netpoll_epoll.go", src, readyLine, "netpoll collects the ready goroutines in toRun"},
@@ -142,7 +142,7 @@ func patch(src, netpoll, proc []byte) ([]byte, error) {
 		{"proc.go", proc, prependLines, "gList.push prepends"},
 	} {
 		if n := bytes.Count(c.text, c.line); n != 1 {
-			return nil, fmt.Errorf("runtime/%s: %q found %d times, want once (%s): this Go release is not the one the patch knows", c.file, c.line, n, c.meanings)
+			return nil, fmt.Errorf("runtime/%s: %q found %d times, want once (%s): this Go release is not the one the patch knows", c.file, c.line, n, c.assumes)
 		}
 	}
 	return bytes.Replace(src, loopLine, patchedLoop, 1), nil

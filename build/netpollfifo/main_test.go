@@ -33,7 +33,7 @@ func TestPatchesThisToolchain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "-overlay=" + filepath.Join(dir, "overlay.json") + " -ldflags=-X=" + orderVar + "=" + Order
+	want := "-overlay=" + filepath.Join(dir, "overlay.json") + " -ldflags=-X=" + orderVar + "=" + order
 	if flags != want {
 		t.Errorf("flags %q, want %q", flags, want)
 	}
