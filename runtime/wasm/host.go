@@ -35,7 +35,8 @@ type Result struct {
 	Response *Response
 	// Log is the function's stderr, cut at Config.MaxLogBytes.
 	Log []byte
-	// Duration is the time the instance ran.
+	// Duration is the time the call ran, counted from the start of its time
+	// limit (instantiation and the run).
 	Duration time.Duration
 }
 
@@ -171,6 +172,9 @@ func (h *Host) Call(ctx context.Context, id string, r *Request) (Result, error) 
 	case <-ctx.Done():
 		return res, fmt.Errorf("wasm: call %s: %w: %v", id, ErrBusy, ctx.Err())
 	}
+	// The time limit and Duration start together, so a call stopped at the
+	// limit reports at least the limit.
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
 
@@ -190,7 +194,6 @@ func (h *Host) Call(ctx context.Context, id string, r *Request) (Result, error) 
 		k, v, _ := strings.Cut(kv, "=")
 		mc = mc.WithEnv(k, v)
 	}
-	start := time.Now()
 	mod, err := h.rt.InstantiateModule(ctx, fn.compiled, mc)
 	res.Duration = time.Since(start)
 	if mod != nil {
