@@ -191,7 +191,7 @@ func AppendHTTPDate(dst []byte, t time.Time) []byte {
 // (TestRFC9110_6_6_1_DateForwardedUnchanged fails then).
 // It does not allocate.
 func SetDate(h *fasthttp.ResponseHeader, date []byte) bool {
-	if len(date) == 0 || noDefaultDateOffset == 0 || bytes.ContainsAny(date, "\r\n") || len(date) > 256 {
+	if !validDate(date) {
 		return false
 	}
 	h.Del(fasthttp.HeaderDate)
@@ -204,17 +204,38 @@ func SetDate(h *fasthttp.ResponseHeader, date []byte) bool {
 	if err != nil {
 		return false
 	}
-	*(*bool)(unsafe.Add(unsafe.Pointer(h), noDefaultDateOffset)) = true
+	markDate(h)
 	return true
+}
+
+// validDate reports whether SetDate may write date: a non-empty field
+// value of at most 256 bytes without CR or LF, with the mark available.
+func validDate(date []byte) bool {
+	return len(date) > 0 && len(date) <= 256 && noDefaultDateOffset != 0 && !bytes.ContainsAny(date, "\r\n")
+}
+
+// markDate sets h's noDefaultDate flag: fasthttp then writes the Date
+// field h holds instead of its clock's.
+func markDate(h *fasthttp.ResponseHeader) {
+	*(*bool)(unsafe.Add(unsafe.Pointer(h), noDefaultDateOffset)) = true
 }
 
 // KeepDate prepares the header of a response forwarded from the origin:
 // the origin's Date is written unchanged, or, when it sent none, the time
 // the edge received it (RFC 9110 §6.6.1). received is only formatted then.
+//
+// The usual case, one Date field as parsed from the origin (fasthttp keeps
+// it among the fields, under its canonical name, and only leaves it out
+// when writing), costs one scan of the fields and the mark: the field is
+// already there as it came. Two or more Date fields are replaced by the
+// first, as SetDate does.
 func KeepDate(h *fasthttp.ResponseHeader, received time.Time) bool {
-	if d := h.Peek(fasthttp.HeaderDate); len(d) > 0 {
-		var buf [64]byte
-		return SetDate(h, append(buf[:0], d...))
+	if ds := h.PeekAll(fasthttp.HeaderDate); len(ds) == 1 && validDate(ds[0]) {
+		markDate(h)
+		return true
+	} else if len(ds) > 0 {
+		var buf [256]byte
+		return SetDate(h, append(buf[:0], ds[0]...))
 	}
 	var buf [32]byte
 	return SetDate(h, AppendHTTPDate(buf[:0], received))

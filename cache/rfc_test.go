@@ -186,6 +186,17 @@ func TestRFC9110_6_6_1_DateForwardedUnchanged(t *testing.T) {
 			t.Fatalf("Date lines %q, want %q", got, originDate)
 		}
 	})
+	t.Run("KeepDate keeps the first of two origin Dates", func(t *testing.T) {
+		origin := newResp(t, 200, "F", "Date: "+originDate, "Date: "+httpDate(0))
+		base := serve(t, func(ctx *fasthttp.RequestCtx) {
+			origin.Header.CopyTo(&ctx.Response.Header)
+			KeepDate(&ctx.Response.Header, clk.Now())
+			ctx.SetBody(origin.Body())
+		})
+		if got := rawGet(t, base, "/").Header.Values("Date"); len(got) != 1 || got[0] != originDate {
+			t.Fatalf("Date lines %q, want %q", got, originDate)
+		}
+	})
 	t.Run("KeepDate without an origin Date", func(t *testing.T) {
 		base := serve(t, func(ctx *fasthttp.RequestCtx) {
 			KeepDate(&ctx.Response.Header, t0)

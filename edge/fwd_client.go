@@ -127,7 +127,6 @@ func (p *fwdPool[C]) roundTrip(req *fasthttp.Request, resp *fasthttp.Response, d
 	if len(req.Header.UserAgent()) == 0 && len(p.name) > 0 {
 		req.Header.SetUserAgentBytes(p.name)
 	}
-	req.URI().DisablePathNormalizing = true
 
 	cc, err := p.acquire(timeout, false)
 	if err != nil {

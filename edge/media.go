@@ -136,7 +136,7 @@ func (p *mediaOriginPool) get(base string) (*origin, error) {
 	if isTLS {
 		hc.TLSConfig = &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12}
 	}
-	o := &origin{key: mediaTargetPrefix + base, base: base, managed: true, scheme: []byte(u.Scheme),
+	o := &origin{key: mediaTargetPrefix + base, base: base, managed: true,
 		host: []byte(strings.ToLower(u.Host)), client: hc,
 		dialRaw: func(string, time.Duration) (net.Conn, error) { return nil, errMediaUpgrade }}
 	o.fwd = mediaFwd{next: newFwdPool(hc, hc.AcquireConn, hc.ReleaseConn, hc.CloseConn)}
@@ -150,6 +150,7 @@ func (p *mediaOriginPool) get(base string) (*origin, error) {
 // be forwarded.
 func mediaFilter(req *fasthttp.Request, resp *fasthttp.Response) bool {
 	u := req.URI()
+	u.DisablePathNormalizing = true // written as received
 	if !mediaPath(u.PathOriginal()) {
 		localAnswer(resp, fasthttp.StatusNotFound, bodyNotFound)
 		return false

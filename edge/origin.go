@@ -25,8 +25,7 @@ type origin struct {
 	key     string // base, or "managed " + base: the pool key
 	base    string
 	managed bool
-	scheme  []byte
-	host    []byte // host:port, for the request URI of TLS origins
+	host    []byte // host:port, the Host sent when the visitor sent none
 	client  *fasthttp.HostClient
 	// fwd sends forwarded requests over client's connections (fwd_client.go).
 	fwd fwdClient
@@ -118,7 +117,7 @@ func (op *originPool) get(base string, managed bool) (*origin, error) {
 	if isTLS {
 		hc.TLSConfig = &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12}
 	}
-	o := &origin{key: key, base: base, managed: managed, scheme: []byte(u.Scheme), host: []byte(strings.ToLower(u.Host)),
+	o := &origin{key: key, base: base, managed: managed, host: []byte(strings.ToLower(u.Host)),
 		client: hc, dialRaw: dialRaw, pass: newPassTable()}
 	o.fwd = newFwdPool(hc, hc.AcquireConn, hc.ReleaseConn, hc.CloseConn)
 	op.m[key] = o

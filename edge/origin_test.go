@@ -232,7 +232,7 @@ func TestOriginPrivateNetworks(t *testing.T) {
 
 func doDirectErr(o *origin, path string) (int, error) {
 	req, resp := new(fasthttp.Request), new(fasthttp.Response)
-	req.SetRequestURI(string(o.scheme) + "://" + string(o.host) + path)
+	req.SetRequestURI(o.base + path)
 	err := o.client.DoTimeout(req, resp, 5*time.Second)
 	if err != nil {
 		return 0, err

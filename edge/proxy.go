@@ -257,10 +257,15 @@ func (e *Edge) outbound(out *fasthttp.Request, ctx *fasthttp.RequestCtx, o *orig
 	out.Reset()
 	in := &ctx.Request
 	copyRequestHeader(&out.Header, &in.Header) // fwd_headers.go
+	// The target goes out as received: set on the header only, so the URI
+	// is never parsed (nor re-serialised) on the way; the pool knows where
+	// the origin is.
 	out.SetRequestURIBytes(requestPath(in.Header.RequestURI()))
-	out.URI().SetSchemeBytes(o.scheme)
-	out.URI().SetHostBytes(o.host)
-	out.Header.SetHostBytes(in.Header.Host())
+	if host := in.Header.Host(); len(host) > 0 {
+		out.Header.SetHostBytes(host)
+	} else {
+		out.Header.SetHostBytes(o.host)
+	}
 	out.UseHostHeader = true
 
 	peer := peerAddr(ctx)

@@ -43,9 +43,11 @@ func newAppOrigin(t *testing.T) *appOrigin {
 		if c := o.hits[r.URL.Path]; c != nil {
 			c.Add(1)
 		}
-		switch r.URL.Path {
-		case "/echo":
+		if strings.HasPrefix(r.URL.Path, "/echo") {
 			json.NewEncoder(w).Encode(map[string]any{"host": r.Host, "uri": r.RequestURI, "method": r.Method, "header": r.Header})
+			return
+		}
+		switch r.URL.Path {
 		case "/cached":
 			w.Header().Set("Cache-Control", "public, s-maxage=60")
 			fmt.Fprintf(w, "cached %d", o.hits["/cached"].Load())
@@ -127,6 +129,18 @@ func TestServerApp(t *testing.T) {
 		for _, k := range []string{"X-Secret", "Proxy-Authorization"} {
 			if g := got.Header.Get(k); g != "" {
 				t.Errorf("hop-by-hop %s reached the origin: %q", k, g)
+			}
+		}
+		// The request target reaches the origin byte for byte: no dot
+		// segment resolved, no slash merged, no escape changed.
+		for _, target := range []string{"/echo/a/../b?x=1", "/echo/%2e%2e/%7Euser", "/echo//double//slash", "/echo/sp%20ace?q=a%2Bb&r=%2f"} {
+			r := h.get(app.host, target)
+			var got struct{ URI string }
+			if err := json.Unmarshal([]byte(r.body), &got); err != nil {
+				t.Fatalf("%s: %d %s", target, r.status, r.body)
+			}
+			if got.URI != target {
+				t.Errorf("origin saw target %q, want %q as sent", got.URI, target)
 			}
 		}
 		r = h.get(app.host, "/hop")
