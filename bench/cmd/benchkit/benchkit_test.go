@@ -108,3 +108,44 @@ func TestTableProtocols(t *testing.T) {
 		t.Errorf("rows out of order:\n%s", out)
 	}
 }
+
+// TestTableSteal: runs kept after runs discarded for steal are counted
+// under the table, and steal on the load generator's core marks the cell.
+func TestTableSteal(t *testing.T) {
+	mk := func(server string, stealClient float64, retries int) result {
+		return result{Round: 1, Workload: "page4k", Proto: "https", Server: server, Expect: "ok", StealClient: stealClient,
+			Retries: retries, Wrk: wrkStats{Requests: 100, DurationUS: 1e6, P99: 1000}}
+	}
+	tests := []struct {
+		name       string
+		runs       []result
+		wantNote   string
+		wantMark   bool
+		wantNoNote bool
+	}{
+		{"quiet", []result{mk("edge", 0, 0), mk("nginx", 0, 0)}, "", false, true},
+		{"client steal marks", []result{mk("edge", 7, 0), mk("nginx", 0, 0)}, "", true, true},
+		{"retries counted", []result{mk("edge", 0, 1), mk("nginx", 0, 2)}, "2 of the 2 runs kept are re-runs: 3 runs were discarded", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cells := map[cellKey][]result{}
+			for _, r := range tt.runs {
+				k := cellKey{r.Workload, r.Proto, r.Server}
+				cells[k] = append(cells[k], r)
+			}
+			var b strings.Builder
+			printTable(&b, cells)
+			out := b.String()
+			if tt.wantNote != "" && !strings.Contains(out, tt.wantNote) {
+				t.Errorf("no %q:\n%s", tt.wantNote, out)
+			}
+			if tt.wantNoNote && strings.Contains(out, "re-runs") {
+				t.Errorf("a retry note without retries:\n%s", out)
+			}
+			if got := strings.Contains(out, "| edge | 100 |") && strings.Contains(out, "% ⁴ |"); got != tt.wantMark {
+				t.Errorf("steal mark %v, want %v:\n%s", got, tt.wantMark, out)
+			}
+		})
+	}
+}

@@ -31,16 +31,21 @@ type wrkStats struct {
 
 // result is one line of results.jsonl: one load run of one server.
 type result struct {
-	Round     int      `json:"round"`
-	Workload  string   `json:"workload"`
-	Proto     string   `json:"proto"`
-	Server    string   `json:"server"`
-	Expect    string   `json:"expect"` // "ok" (2xx/3xx) or "refused" (4xx)
-	CPUServer float64  `json:"cpu_server"`
-	CPUClient float64  `json:"cpu_client"`
-	Steal     float64  `json:"steal_server"`
-	Foreign   float64  `json:"foreign_cpu"`
-	Wrk       wrkStats `json:"wrk"`
+	Round     int     `json:"round"`
+	Workload  string  `json:"workload"`
+	Proto     string  `json:"proto"`
+	Server    string  `json:"server"`
+	Expect    string  `json:"expect"` // "ok" (2xx/3xx) or "refused" (4xx)
+	CPUServer float64 `json:"cpu_server"`
+	CPUClient float64 `json:"cpu_client"`
+	Steal     float64 `json:"steal_server"`
+	// StealClient and Retries: the load generator's core's steal, and how
+	// many runs of this cell before this one were discarded for steal
+	// (bench/lib/load.sh, STEAL_MAX); absent in older results.
+	StealClient float64  `json:"steal_client"`
+	Retries     int      `json:"steal_retries"`
+	Foreign     float64  `json:"foreign_cpu"`
+	Wrk         wrkStats `json:"wrk"`
 }
 
 func (r result) rps() float64 { return r.Wrk.Requests / (r.Wrk.DurationUS / 1e6) }
@@ -123,6 +128,7 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 	fmt.Fprintln(w, "| workload | proto | server | req/s | p50 ms | p99 ms | edge ÷ peer, req/s | edge ÷ peer, p99 | req/s min–max | cores busy srv/cli |")
 	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	notes := map[string]bool{}
+	retried, runs := 0, 0
 	for _, wl := range workloads {
 		for _, proto := range protos {
 			for _, s := range servers {
@@ -154,7 +160,11 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 					busy += " ³"
 					notes["3"] = true
 				}
-				if _, hi := minMax(rs, func(r result) float64 { return max(r.Steal, r.Foreign) }); hi >= 5 {
+				for _, r := range rs {
+					runs++
+					retried += r.Retries
+				}
+				if _, hi := minMax(rs, func(r result) float64 { return max(r.Steal, r.StealClient, r.Foreign) }); hi >= 5 {
 					busy += " ⁴"
 					notes["4"] = true
 				}
@@ -179,9 +189,27 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 		fmt.Fprintln(w, "³ The load generator's core was at least 90 % busy: wrk (or loadgen for HTTP/2 and HTTP/3) may be the limit, so req/s is a lower bound and latency includes client queueing.")
 	}
 	if notes["4"] {
-		fmt.Fprintln(w, "⁴ In some run of this cell other processes on the machine used at least 5 % of a core, or the hypervisor took 5 % of the server core (steal): expect noise.")
+		fmt.Fprintln(w, "⁴ In some run of this cell other processes on the machine used at least 5 % of a core, or the hypervisor took 5 % of a core (steal): expect noise.")
+	}
+	if retried > 0 {
+		fmt.Fprintf(w, "%d of the %d runs kept are re-runs: %d runs were discarded because the hypervisor took more than STEAL_MAX %% of a core during them (bench/README.md).\n",
+			countRetried(cells), runs, retried)
 	}
 	fmt.Fprintln(w, "Ratios are medians of per-round ratios (each round runs every server once, alternating order); edge ÷ peer p99 below 1.00 means the edge's p99 is lower (better).")
+}
+
+// countRetried counts the runs kept that replaced at least one run
+// discarded for steal.
+func countRetried(cells map[cellKey][]result) int {
+	n := 0
+	for _, rs := range cells {
+		for _, r := range rs {
+			if r.Retries > 0 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // printTargets checks the targets of workload 1 (bench/README.md).
