@@ -60,6 +60,7 @@ func (e *Edge) serveH2(w http.ResponseWriter, r *http.Request) {
 type bridged struct {
 	ctx  fasthttp.RequestCtx
 	conn bridgeConn
+	body probedBody
 }
 
 // serveBridged answers one net/http request through serve. With
@@ -75,6 +76,7 @@ func (e *Edge) serveBridged(w http.ResponseWriter, r *http.Request, p proto, loc
 		ctx.Request.Reset()
 		ctx.Response.Reset() // closes a streamed body
 		b.conn = bridgeConn{}
+		b.body = probedBody{}
 		e.ctxPool.Put(b)
 	}()
 	if deadlines {
@@ -87,13 +89,21 @@ func (e *Edge) serveBridged(w http.ResponseWriter, r *http.Request, p proto, loc
 	}
 	b.conn = bridgeConn{local: local, remote: remote, w: w}
 	ctx.Init2(&b.conn, fastLogger{e.log}, false)
-	toFastRequest(&ctx.Request, r)
+	toFastRequest(&ctx.Request, r, &b.body)
 	e.serve(ctx, p)
 	writeBridgedResponse(w, r, &ctx.Response)
 }
 
 // toFastRequest copies a net/http request into req; the body is streamed.
-func toFastRequest(req *fasthttp.Request, r *http.Request) {
+// A body of unknown length is read up to its first byte first (through
+// pb), so a request without content is forwarded without one: HTTP/3
+// gives no sign of it before the stream's end (quic-go sets no
+// http.NoBody, unlike HTTP/2's server), and a GET would otherwise go to the
+// origin as a chunked message, cut off invalid if the visitor goes away.
+// Browsers and quic-go's client end the stream with the request's header,
+// so the read returns at once; a body that is slow to start waits within
+// the request's body deadline, as over HTTP/1.1.
+func toFastRequest(req *fasthttp.Request, r *http.Request, pb *probedBody) {
 	req.Header.SetMethod(r.Method)
 	if r.RequestURI != "" && r.RequestURI[0] == '/' {
 		req.Header.SetRequestURI(r.RequestURI) // as sent (HTTP/2 :path)
@@ -106,9 +116,45 @@ func toFastRequest(req *fasthttp.Request, r *http.Request) {
 			req.Header.Add(k, v)
 		}
 	}
-	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-		req.SetBodyStream(r.Body, int(r.ContentLength))
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return
 	}
+	if r.ContentLength > 0 {
+		req.SetBodyStream(r.Body, int(r.ContentLength))
+		return
+	}
+	pb.r, pb.n, pb.err = r.Body, 0, nil
+	for pb.n == 0 && pb.err == nil {
+		pb.n, pb.err = r.Body.Read(pb.first[:])
+	}
+	if pb.n == 0 && pb.err == io.EOF {
+		return // no content
+	}
+	req.SetBodyStream(pb, -1)
+}
+
+// probedBody is a request body whose first byte was read ahead (or the
+// error that read met), then the rest of it.
+type probedBody struct {
+	first [1]byte
+	n     int // bytes of first still to be read
+	err   error
+	r     io.Reader
+}
+
+func (b *probedBody) Read(p []byte) (int, error) {
+	if b.n > 0 {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		p[0] = b.first[0]
+		b.n = 0
+		return 1, nil
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	return b.r.Read(p)
 }
 
 // bridgedHeaderNames interns the response header names the edge sets, so
