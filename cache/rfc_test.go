@@ -175,28 +175,25 @@ func TestRFC9110_6_6_1_DateForwardedUnchanged(t *testing.T) {
 			}
 		})
 	}
-	t.Run("KeepDate on a forwarded response", func(t *testing.T) {
-		origin := newResp(t, 200, "F", "Date: "+originDate)
-		base := serve(t, func(ctx *fasthttp.RequestCtx) {
-			origin.Header.CopyTo(&ctx.Response.Header)
-			KeepDate(&ctx.Response.Header, clk.Now())
-			ctx.SetBody(origin.Body())
+	for _, tc := range []struct {
+		name  string
+		dates []string
+	}{
+		{"KeepDate on a forwarded response", []string{"Date: " + originDate}},
+		{"KeepDate keeps the first of two origin Dates", []string{"Date: " + originDate, "Date: " + httpDate(0)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			origin := newResp(t, 200, "F", tc.dates...)
+			base := serve(t, func(ctx *fasthttp.RequestCtx) {
+				origin.Header.CopyTo(&ctx.Response.Header)
+				KeepDate(&ctx.Response.Header, clk.Now())
+				ctx.SetBody(origin.Body())
+			})
+			if got := rawGet(t, base, "/").Header.Values("Date"); len(got) != 1 || got[0] != originDate {
+				t.Fatalf("Date lines %q, want %q", got, originDate)
+			}
 		})
-		if got := rawGet(t, base, "/").Header.Values("Date"); len(got) != 1 || got[0] != originDate {
-			t.Fatalf("Date lines %q, want %q", got, originDate)
-		}
-	})
-	t.Run("KeepDate keeps the first of two origin Dates", func(t *testing.T) {
-		origin := newResp(t, 200, "F", "Date: "+originDate, "Date: "+httpDate(0))
-		base := serve(t, func(ctx *fasthttp.RequestCtx) {
-			origin.Header.CopyTo(&ctx.Response.Header)
-			KeepDate(&ctx.Response.Header, clk.Now())
-			ctx.SetBody(origin.Body())
-		})
-		if got := rawGet(t, base, "/").Header.Values("Date"); len(got) != 1 || got[0] != originDate {
-			t.Fatalf("Date lines %q, want %q", got, originDate)
-		}
-	})
+	}
 	t.Run("KeepDate without an origin Date", func(t *testing.T) {
 		base := serve(t, func(ctx *fasthttp.RequestCtx) {
 			KeepDate(&ctx.Response.Header, t0)
