@@ -228,13 +228,17 @@ func markDate(h *fasthttp.ResponseHeader) {
 // it among the fields, under its canonical name, and only leaves it out
 // when writing), costs one scan of the fields and the mark: the field is
 // already there as it came. Two or more Date fields are replaced by the
-// first, as SetDate does.
+// first, as SetDate does; a first one SetDate would refuse leaves h as it
+// is (fasthttp then writes its clock's Date) and reports false.
 func KeepDate(h *fasthttp.ResponseHeader, received time.Time) bool {
-	if ds := h.PeekAll(fasthttp.HeaderDate); len(ds) == 1 && validDate(ds[0]) {
+	switch ds := h.PeekAll(fasthttp.HeaderDate); {
+	case len(ds) > 0 && !validDate(ds[0]):
+		return false
+	case len(ds) == 1:
 		markDate(h)
 		return true
-	} else if len(ds) > 0 {
-		var buf [256]byte
+	case len(ds) > 1:
+		var buf [256]byte // ds is h's own storage, which SetDate changes
 		return SetDate(h, append(buf[:0], ds[0]...))
 	}
 	var buf [32]byte

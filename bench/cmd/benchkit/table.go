@@ -128,7 +128,7 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 	fmt.Fprintln(w, "| workload | proto | server | req/s | p50 ms | p99 ms | edge ÷ peer, req/s | edge ÷ peer, p99 | req/s min–max | cores busy srv/cli |")
 	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	notes := map[string]bool{}
-	retried, runs := 0, 0
+	reruns, discarded, runs := 0, 0, 0
 	for _, wl := range workloads {
 		for _, proto := range protos {
 			for _, s := range servers {
@@ -162,7 +162,10 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 				}
 				for _, r := range rs {
 					runs++
-					retried += r.Retries
+					discarded += r.Retries
+					if r.Retries > 0 {
+						reruns++
+					}
 				}
 				if _, hi := minMax(rs, func(r result) float64 { return max(r.Steal, r.StealClient, r.Foreign) }); hi >= 5 {
 					busy += " ⁴"
@@ -191,25 +194,11 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 	if notes["4"] {
 		fmt.Fprintln(w, "⁴ In some run of this cell other processes on the machine used at least 5 % of a core, or the hypervisor took 5 % of a core (steal): expect noise.")
 	}
-	if retried > 0 {
+	if discarded > 0 {
 		fmt.Fprintf(w, "%d of the %d runs kept are re-runs: %d runs were discarded because the hypervisor took more than STEAL_MAX %% of a core during them (bench/README.md).\n",
-			countRetried(cells), runs, retried)
+			reruns, runs, discarded)
 	}
 	fmt.Fprintln(w, "Ratios are medians of per-round ratios (each round runs every server once, alternating order); edge ÷ peer p99 below 1.00 means the edge's p99 is lower (better).")
-}
-
-// countRetried counts the runs kept that replaced at least one run
-// discarded for steal.
-func countRetried(cells map[cellKey][]result) int {
-	n := 0
-	for _, rs := range cells {
-		for _, r := range rs {
-			if r.Retries > 0 {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // printTargets checks the targets of workload 1 (bench/README.md).
