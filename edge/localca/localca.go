@@ -16,6 +16,7 @@
 package localca
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -243,7 +244,10 @@ func (ca *CA) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, erro
 // Sign signs a new host certificate for host (a DNS name, a wildcard
 // "*.name", which then names "name" too, or an IP address) valid from now
 // for LeafLifetime, whatever the apps domain: the caller decides which
-// hosts may have one. The chain holds the leaf and the CA.
+// hosts may have one. The chain is the leaf alone: the CA is the trust
+// anchor, which a client that trusts it already holds (RFC 8446 §4.4.2),
+// and sending it anyway costs every client's handshake a certificate to
+// parse and a chain to build for nothing.
 func (ca *CA) Sign(host string, now time.Time) (*tls.Certificate, error) {
 	return ca.sign(strings.ToLower(strings.TrimSuffix(host, ".")), now)
 }
@@ -265,6 +269,9 @@ func EncodePEM(c *tls.Certificate) (chainPEM, keyPEM []byte, err error) {
 }
 
 // Decode parses a chain and key in PEM into a certificate with Leaf set.
+// A self-signed certificate ending the chain (the trust anchor, which the
+// chains signed before the leaf stood alone carried) is left out of what
+// is served.
 func Decode(chainPEM, keyPEM []byte) (*tls.Certificate, error) {
 	c, err := tls.X509KeyPair(chainPEM, keyPEM)
 	if err != nil {
@@ -275,7 +282,21 @@ func Decode(chainPEM, keyPEM []byte) (*tls.Certificate, error) {
 			return nil, fmt.Errorf("localca: %w", err)
 		}
 	}
+	c.Certificate = withoutAnchor(c.Certificate)
 	return &c, nil
+}
+
+// withoutAnchor returns chain without a self-signed certificate at its end
+// (never the leaf itself).
+func withoutAnchor(chain [][]byte) [][]byte {
+	if len(chain) < 2 {
+		return chain
+	}
+	last, err := x509.ParseCertificate(chain[len(chain)-1])
+	if err != nil || !bytes.Equal(last.RawIssuer, last.RawSubject) || last.CheckSignatureFrom(last) != nil {
+		return chain
+	}
+	return chain[:len(chain)-1]
 }
 
 func (ca *CA) sign(host string, now time.Time) (*tls.Certificate, error) {
@@ -309,7 +330,7 @@ func (ca *CA) sign(host string, now time.Time) (*tls.Certificate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("localca: %w", err)
 	}
-	return &tls.Certificate{Certificate: [][]byte{der, ca.cert.Raw}, PrivateKey: key, Leaf: leaf}, nil
+	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
 }
 
 // TLSConfig returns a server configuration offering TLS 1.2 and 1.3 with

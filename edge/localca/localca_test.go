@@ -2,8 +2,12 @@ package localca
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"os"
 	"path/filepath"
@@ -99,7 +103,7 @@ func TestInstallationCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	back, err := Decode(chain, key)
-	if err != nil || back.Leaf == nil || !back.Leaf.Equal(c.Leaf) || len(back.Certificate) != 2 {
+	if err != nil || back.Leaf == nil || !back.Leaf.Equal(c.Leaf) || len(back.Certificate) != 1 {
 		t.Fatalf("Decode: %v", err)
 	}
 	pub, err := FromCertPEM(certPEM, "apps.test")
@@ -139,5 +143,91 @@ func TestInstallationCA(t *testing.T) {
 	}
 	if c2, k2, err := ReadDir(dir); err != nil || !bytes.Equal(c2, opened.CertPEM()) || len(k2) == 0 {
 		t.Fatalf("ReadDir: %v", err)
+	}
+}
+
+// TestServedChainWithoutAnchor: a client of a server using the CA receives
+// the leaf alone (the CA is the trust anchor it holds, RFC 8446 §4.4.2)
+// and verifies it; Decode leaves a self-signed certificate ending a stored
+// chain (as chains signed before carried) out of what is served, and keeps
+// an intermediate.
+func TestServedChainWithoutAnchor(t *testing.T) {
+	ca, err := Open(t.TempDir(), "apps.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", ca.TLSConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.(*tls.Conn).Handshake()
+			c.Close()
+		}
+	}()
+	conn, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{ServerName: "a.apps.test", RootCAs: ca.Pool()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := conn.ConnectionState().PeerCertificates
+	conn.Close()
+	if len(got) != 1 || got[0].Subject.CommonName != "a.apps.test" {
+		t.Fatalf("served %d certificates, want the leaf alone", len(got))
+	}
+
+	// An intermediate: a CA certificate the root signed.
+	ikey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	itmpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: "intermediate"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	ider, err := x509.CreateCertificate(rand.Reader, itmpl, ca.cert, &ikey.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inter, _ := x509.ParseCertificate(ider)
+	sub := &CA{cert: inter, key: ikey, domain: "apps.test", now: time.Now, cache: map[string]*tls.Certificate{}}
+	leaf, err := ca.Sign("a.apps.test", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ileaf, err := sub.Sign("b.apps.test", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		c     *tls.Certificate
+		extra [][]byte // appended to the stored chain
+		want  int      // certificates served
+	}{
+		{"leaf alone", leaf, nil, 1},
+		{"leaf and the root (stored before)", leaf, [][]byte{ca.cert.Raw}, 1},
+		{"leaf and an intermediate", ileaf, [][]byte{inter.Raw}, 2},
+		{"leaf, intermediate and root", ileaf, [][]byte{inter.Raw, ca.cert.Raw}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stored := *tc.c
+			stored.Certificate = append(append([][]byte(nil), tc.c.Certificate...), tc.extra...)
+			chain, key, err := EncodePEM(&stored)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := Decode(chain, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(back.Certificate) != tc.want || !bytes.Equal(back.Certificate[0], tc.c.Certificate[0]) {
+				t.Fatalf("Decode kept %d certificates, want %d with the leaf first", len(back.Certificate), tc.want)
+			}
+		})
 	}
 }
