@@ -149,3 +149,53 @@ func TestTableSteal(t *testing.T) {
 		})
 	}
 }
+
+// TestTargets: issue 12's targets are medians of per-round ratios over the
+// rounds both servers ran, the extra target rounds (only edge and nginx on
+// workloads 1 and 4) included, with the verdict on the right side of each
+// limit.
+func TestTargets(t *testing.T) {
+	run := func(round int, workload, server string, rps, p99 float64) result {
+		return result{Round: round, Workload: workload, Proto: "https", Server: server, Expect: "ok",
+			Wrk: wrkStats{Requests: rps, DurationUS: 1e6, P99: p99}}
+	}
+	// rounds builds n rounds of edge and nginx on workload, edge's p99 and
+	// req/s being nginx's times the given factors.
+	rounds := func(workload string, n int, rpsRatio, p99Ratio float64) []result {
+		var rs []result
+		for r := 1; r <= n; r++ {
+			rs = append(rs, run(r, workload, "edge", 1000*rpsRatio, 2000*p99Ratio), run(r, workload, "nginx", 1000, 2000))
+		}
+		return rs
+	}
+	tests := []struct {
+		name string
+		runs []result
+		want []string
+	}{
+		{"both met", append(rounds("page4k", 11, 1, 1.2), rounds("proxy", 11, 0.9, 1)...),
+			[]string{"cached page p99, edge ÷ nginx = 1.20 over 11 rounds, target <= 1.2: met",
+				"forwarding req/s (workload 4), edge ÷ nginx = 0.90 over 11 rounds, target >= 0.9: met"}},
+		{"both missed", append(rounds("page4k", 5, 1, 1.25), rounds("proxy", 5, 0.85, 1)...),
+			[]string{"cached page p99, edge ÷ nginx = 1.25 over 5 rounds, target <= 1.2: MISSED",
+				"forwarding req/s (workload 4), edge ÷ nginx = 0.85 over 5 rounds, target >= 0.9: MISSED"}},
+		{"a round without nginx is not paired", append(rounds("page4k", 3, 1, 1), run(4, "page4k", "edge", 1000, 9000)),
+			[]string{"cached page p99, edge ÷ nginx = 1.00 over 3 rounds"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cells := map[cellKey][]result{}
+			for _, r := range tt.runs {
+				k := cellKey{r.Workload, r.Proto, r.Server}
+				cells[k] = append(cells[k], r)
+			}
+			var b strings.Builder
+			printTargets(&b, cells)
+			for _, want := range tt.want {
+				if !strings.Contains(b.String(), want) {
+					t.Errorf("no %q in:\n%s", want, b.String())
+				}
+			}
+		})
+	}
+}
