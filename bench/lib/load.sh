@@ -133,6 +133,17 @@ foreign_ticks() {
 		t += a[12] + a[13] + a[14] + a[15] } END { print t + 0 }'
 }
 
+# mm_ticks prints the CPU ticks used so far by the kernel's memory-management
+# threads: kdamond (DAMON, which this VM runs: bursts of 20-50 ms on either
+# core), kswapd, kcompactd and khugepaged. None of them is the servers'
+# work (ksoftirqd and the kworkers, which carry the load's network and disk
+# work, are not counted).
+mm_ticks() {
+	{ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk '{
+		s = $0; comm = s; sub(/^[^(]*\(/, "", comm); sub(/\).*$/, "", comm); sub(/^.*\) /, "", s); split(s, a, " ")
+		if (a[2] == 2 && comm ~ /^(kdamond|kswapd|kcompactd|khugepaged)/) t += a[12] + a[13] } END { print t + 0 }'
+}
+
 wrk_run() { # DURATION URL HOST XFF
 	taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$1s" --timeout 10s -s "$BENCH/wrk.lua" \
 		-H "Host: $3" -H "X-Forwarded-For: $4" -H "User-Agent: $BENCH_UA" -H 'Accept: */*' "$2"
@@ -177,27 +188,31 @@ run_cell() {
 	wait_quiet
 	load_run "$p" "$WARMUP" "$url" "$host" "$xff" >/dev/null 2>&1 || true
 	# A run during which the hypervisor took more than STEAL_MAX % of either
-	# core (steal: the host ran another guest there) measured the host, not
-	# the server: it is run again, at most STEAL_RETRIES times, whatever its
-	# result; the last run is kept and says how many runs it took.
-	local tries=0 steal
+	# core (steal: the host ran another guest there), or the kernel's
+	# memory-management threads more than MM_MAX % of a core (mm_ticks),
+	# measured the machine, not the server: it is run again, at most
+	# STEAL_RETRIES times, whatever its result; the last run is kept and
+	# says how many runs it took.
+	local tries=0 steal mm m0 m1
 	while :; do
-		f0=$(foreign_ticks)
+		f0=$(foreign_ticks) m0=$(mm_ticks)
 		s0=$(cpu_ticks "$SERVER_CPU") c0=$(cpu_ticks "$CLIENT_CPU")
 		out=$(load_run "$p" "$DURATION" "$url" "$host" "$xff" 2>&1) || die "the load generator failed on $w $p $s: $out"
 		s1=$(cpu_ticks "$SERVER_CPU") c1=$(cpu_ticks "$CLIENT_CPU")
-		f1=$(foreign_ticks)
+		f1=$(foreign_ticks) m1=$(mm_ticks)
 		steal=$(awk -v a="$(pct 3 "$s0" "$s1")" -v b="$(pct 3 "$c0" "$c1")" 'BEGIN { print (a > b ? a : b) }')
-		if ((tries >= ${STEAL_RETRIES:-1})) || awk -v x="$steal" -v m="${STEAL_MAX:-10}" 'BEGIN { exit !(x <= m) }'; then
+		mm=$(awk -v f="$((m1 - m0))" -v a="$s0" -v b="$s1" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[2] - x[2]; printf "%.1f", (t > 0 ? 100 * f / t : 0) }')
+		if ((tries >= ${STEAL_RETRIES:-1})) ||
+			awk -v x="$steal" -v m="${STEAL_MAX:-10}" -v y="$mm" -v n="${MM_MAX:-5}" 'BEGIN { exit !(x <= m && y <= n) }'; then
 			break
 		fi
 		tries=$((tries + 1))
-		log "round $round  $w $p $s: steal $steal % > STEAL_MAX=${STEAL_MAX:-10} %: run again ($tries of ${STEAL_RETRIES:-1})"
+		log "round $round  $w $p $s: steal $steal % (STEAL_MAX=${STEAL_MAX:-10}), memory-management threads $mm % (MM_MAX=${MM_MAX:-5}): run again ($tries of ${STEAL_RETRIES:-1})"
 	done
 	json=$(grep '^BENCHJSON ' <<<"$out" | cut -d' ' -f2-)
 	[[ -n $json ]] || die "no result from the load generator on $w $p $s: $out"
-	printf '{"round":%d,"workload":"%s","proto":"%s","server":"%s","expect":"%s","cpu_server":%s,"cpu_client":%s,"steal_server":%s,"steal_client":%s,"steal_retries":%d,"foreign_cpu":%s,"wrk":%s}\n' \
-		"$round" "$w" "$p" "$s" "$expect" "$(pct 1 "$s0" "$s1")" "$(pct 1 "$c0" "$c1")" "$(pct 3 "$s0" "$s1")" "$(pct 3 "$c0" "$c1")" "$tries" \
+	printf '{"round":%d,"workload":"%s","proto":"%s","server":"%s","expect":"%s","cpu_server":%s,"cpu_client":%s,"steal_server":%s,"steal_client":%s,"steal_retries":%d,"mm_cpu":%s,"foreign_cpu":%s,"wrk":%s}\n' \
+		"$round" "$w" "$p" "$s" "$expect" "$(pct 1 "$s0" "$s1")" "$(pct 1 "$c0" "$c1")" "$(pct 3 "$s0" "$s1")" "$(pct 3 "$c0" "$c1")" "$tries" "$mm" \
 		"$(awk -v f="$((f1 - f0))" -v a="$s0" -v b="$s1" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[2] - x[2]; printf "%.1f", (t > 0 ? 100 * f / t : 0) }')" "$json" >>"$OUT/results.jsonl"
 	printf '%s\n' "$out" >>"$OUT/wrk.log"
 	log "round $round  $w $p $s: $(jq -r '"\(.requests / (.duration_us / 1e6) | floor) req/s  p50 \(.p50) µs  p99 \(.p99) µs"' <<<"$json")"

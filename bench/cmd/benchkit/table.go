@@ -40,10 +40,13 @@ type result struct {
 	CPUClient float64 `json:"cpu_client"`
 	Steal     float64 `json:"steal_server"`
 	// StealClient and Retries: the load generator's core's steal, and how
-	// many runs of this cell before this one were discarded for steal
-	// (bench/lib/load.sh, STEAL_MAX); absent in older results.
+	// many runs of this cell before this one were discarded for steal or
+	// for the kernel's memory-management threads (bench/lib/load.sh,
+	// STEAL_MAX, MM_MAX); MM is those threads' CPU (kdamond above all), in
+	// % of a core. Absent in older results.
 	StealClient float64  `json:"steal_client"`
 	Retries     int      `json:"steal_retries"`
+	MM          float64  `json:"mm_cpu"`
 	Foreign     float64  `json:"foreign_cpu"`
 	Wrk         wrkStats `json:"wrk"`
 }
@@ -167,7 +170,7 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 						reruns++
 					}
 				}
-				if _, hi := minMax(rs, func(r result) float64 { return max(r.Steal, r.StealClient, r.Foreign) }); hi >= 5 {
+				if _, hi := minMax(rs, func(r result) float64 { return max(r.Steal, r.StealClient, r.Foreign, r.MM) }); hi >= 5 {
 					busy += " ⁴"
 					notes["4"] = true
 				}
@@ -192,10 +195,10 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 		fmt.Fprintln(w, "³ The load generator's core was at least 90 % busy: wrk (or loadgen for HTTP/2 and HTTP/3) may be the limit, so req/s is a lower bound and latency includes client queueing.")
 	}
 	if notes["4"] {
-		fmt.Fprintln(w, "⁴ In some run of this cell other processes on the machine used at least 5 % of a core, or the hypervisor took 5 % of a core (steal): expect noise.")
+		fmt.Fprintln(w, "⁴ In some run of this cell other processes on the machine used at least 5 % of a core, or the hypervisor (steal) or the kernel's memory-management threads (kdamond) took 5 % of a core: expect noise.")
 	}
 	if discarded > 0 {
-		fmt.Fprintf(w, "%d of the %d runs kept are re-runs: %d runs were discarded because the hypervisor took more than STEAL_MAX %% of a core during them (bench/README.md).\n",
+		fmt.Fprintf(w, "%d of the %d runs kept are re-runs: %d runs were discarded because the hypervisor took more than STEAL_MAX %% of a core during them, or the kernel's memory-management threads (kdamond) more than MM_MAX %% (bench/README.md).\n",
 			reruns, runs, discarded)
 	}
 	fmt.Fprintln(w, "Ratios are medians of per-round ratios (each round runs every server once, alternating order); edge ÷ peer p99 below 1.00 means the edge's p99 is lower (better).")
