@@ -144,6 +144,19 @@ mm_ticks() {
 		if (a[2] == 2 && comm ~ /^(kdamond|kswapd|kcompactd|khugepaged)/) t += a[12] + a[13] } END { print t + 0 }'
 }
 
+# gc_count SERVER prints how many GC cycles the edge (or edge2) has
+# completed (its admin listener's go_gc_duration_seconds_count), or -1 for
+# another server.
+gc_count() {
+	local port
+	case $1 in
+	edge) port=$EDGE_ADMIN ;;
+	edge2) port=$EDGE2_ADMIN ;;
+	*) echo -1 && return ;;
+	esac
+	curl -s --max-time 2 "http://127.0.0.1:$port/metrics" | awk '$1 == "go_gc_duration_seconds_count" { n = $2 } END { print (n == "" ? -1 : n) }'
+}
+
 wrk_run() { # DURATION URL HOST XFF
 	taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$1s" --timeout 10s -s "$BENCH/wrk.lua" \
 		-H "Host: $3" -H "X-Forwarded-For: $4" -H "User-Agent: $BENCH_UA" -H 'Accept: */*' "$2"
@@ -193,13 +206,15 @@ run_cell() {
 	# measured the machine, not the server: it is run again, at most
 	# STEAL_RETRIES times, whatever its result; the last run is kept and
 	# says how many runs it took.
-	local tries=0 steal mm m0 m1
+	local tries=0 steal mm m0 m1 g0 g1
 	while :; do
+		g0=$(gc_count "$s")
 		f0=$(foreign_ticks) m0=$(mm_ticks)
 		s0=$(cpu_ticks "$SERVER_CPU") c0=$(cpu_ticks "$CLIENT_CPU")
 		out=$(load_run "$p" "$DURATION" "$url" "$host" "$xff" 2>&1) || die "the load generator failed on $w $p $s: $out"
 		s1=$(cpu_ticks "$SERVER_CPU") c1=$(cpu_ticks "$CLIENT_CPU")
 		f1=$(foreign_ticks) m1=$(mm_ticks)
+		g1=$(gc_count "$s")
 		steal=$(awk -v a="$(pct 3 "$s0" "$s1")" -v b="$(pct 3 "$c0" "$c1")" 'BEGIN { print (a > b ? a : b) }')
 		mm=$(awk -v f="$((m1 - m0))" -v a="$s0" -v b="$s1" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[2] - x[2]; printf "%.1f", (t > 0 ? 100 * f / t : 0) }')
 		if ((tries >= ${STEAL_RETRIES:-1})) ||
@@ -211,8 +226,9 @@ run_cell() {
 	done
 	json=$(grep '^BENCHJSON ' <<<"$out" | cut -d' ' -f2-)
 	[[ -n $json ]] || die "no result from the load generator on $w $p $s: $out"
-	printf '{"round":%d,"workload":"%s","proto":"%s","server":"%s","expect":"%s","cpu_server":%s,"cpu_client":%s,"steal_server":%s,"steal_client":%s,"steal_retries":%d,"mm_cpu":%s,"foreign_cpu":%s,"wrk":%s}\n' \
+	printf '{"round":%d,"workload":"%s","proto":"%s","server":"%s","expect":"%s","cpu_server":%s,"cpu_client":%s,"steal_server":%s,"steal_client":%s,"steal_retries":%d,"mm_cpu":%s,"gc_cycles":%d,"foreign_cpu":%s,"wrk":%s}\n' \
 		"$round" "$w" "$p" "$s" "$expect" "$(pct 1 "$s0" "$s1")" "$(pct 1 "$c0" "$c1")" "$(pct 3 "$s0" "$s1")" "$(pct 3 "$c0" "$c1")" "$tries" "$mm" \
+		"$(awk -v a="$g0" -v b="$g1" 'BEGIN { print (a < 0 || b < 0 ? -1 : b - a) }')" \
 		"$(awk -v f="$((f1 - f0))" -v a="$s0" -v b="$s1" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[2] - x[2]; printf "%.1f", (t > 0 ? 100 * f / t : 0) }')" "$json" >>"$OUT/results.jsonl"
 	printf '%s\n' "$out" >>"$OUT/wrk.log"
 	log "round $round  $w $p $s: $(jq -r '"\(.requests / (.duration_us / 1e6) | floor) req/s  p50 \(.p50) µs  p99 \(.p99) µs"' <<<"$json")"

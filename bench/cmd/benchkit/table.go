@@ -44,11 +44,14 @@ type result struct {
 	// for the kernel's memory-management threads (bench/lib/load.sh,
 	// STEAL_MAX, MM_MAX); MM is those threads' CPU (kdamond above all), in
 	// % of a core. Absent in older results.
-	StealClient float64  `json:"steal_client"`
-	Retries     int      `json:"steal_retries"`
-	MM          float64  `json:"mm_cpu"`
-	Foreign     float64  `json:"foreign_cpu"`
-	Wrk         wrkStats `json:"wrk"`
+	StealClient float64 `json:"steal_client"`
+	Retries     int     `json:"steal_retries"`
+	MM          float64 `json:"mm_cpu"`
+	// GC is how many GC cycles the edge completed during the run (-1 for
+	// another server; 0 in older results).
+	GC      int      `json:"gc_cycles"`
+	Foreign float64  `json:"foreign_cpu"`
+	Wrk     wrkStats `json:"wrk"`
 }
 
 func (r result) rps() float64 { return r.Wrk.Requests / (r.Wrk.DurationUS / 1e6) }
@@ -174,6 +177,16 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 					busy += " ⁴"
 					notes["4"] = true
 				}
+				gcRuns := 0
+				for _, r := range rs {
+					if r.GC > 0 {
+						gcRuns++
+					}
+				}
+				if gcRuns > 0 {
+					busy += fmt.Sprintf(" ⁵ %d/%d", gcRuns, len(rs))
+					notes["5"] = true
+				}
 				lo, hi := minMax(rs, func(r result) float64 { return r.rps() })
 				fmt.Fprintf(w, "| %s | %s | %s%s | %s | %s | %s | %s | %s | %s–%s | %s |\n",
 					wl.title, protoTitles[proto], s, mark,
@@ -196,6 +209,9 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 	}
 	if notes["4"] {
 		fmt.Fprintln(w, "⁴ In some run of this cell other processes on the machine used at least 5 % of a core, or the hypervisor (steal) or the kernel's memory-management threads (kdamond) took 5 % of a core: expect noise.")
+	}
+	if notes["5"] {
+		fmt.Fprintln(w, "⁵ The edge ran a GC cycle during that many of this cell's runs (its heap grows with the other workloads' allocations: HTTP/2, HTTP/3); a cycle's marking shares the one core with the requests.")
 	}
 	if discarded > 0 {
 		fmt.Fprintf(w, "%d of the %d runs kept are re-runs: %d runs were discarded because the hypervisor took more than STEAL_MAX %% of a core during them, or the kernel's memory-management threads (kdamond) more than MM_MAX %% (bench/README.md).\n",
