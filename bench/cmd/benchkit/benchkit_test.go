@@ -89,12 +89,8 @@ func TestTableProtocols(t *testing.T) {
 		return result{Round: 1, Workload: "page4k", Proto: proto, Server: server, Expect: "ok",
 			Wrk: wrkStats{Requests: reqs, DurationUS: 1e6, P99: 1000}}
 	}
-	cells := map[cellKey][]result{}
-	for _, r := range []result{mk("https", "edge", 300), mk("https", "nginx", 100), mk("h2", "edge", 200), mk("h2", "nginx", 100),
-		mk("h3", "edge", 150), mk("h3", "caddy", 100)} {
-		k := cellKey{r.Workload, r.Proto, r.Server}
-		cells[k] = append(cells[k], r)
-	}
+	cells := cellsOf([]result{mk("https", "edge", 300), mk("https", "nginx", 100), mk("h2", "edge", 200), mk("h2", "nginx", 100),
+		mk("h3", "edge", 150), mk("h3", "caddy", 100)})
 	var b strings.Builder
 	printTable(&b, cells)
 	out := b.String()
@@ -134,11 +130,7 @@ func TestTableSteal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cells := map[cellKey][]result{}
-			for _, r := range tt.runs {
-				k := cellKey{r.Workload, r.Proto, r.Server}
-				cells[k] = append(cells[k], r)
-			}
+			cells := cellsOf(tt.runs)
 			var b strings.Builder
 			printTable(&b, cells)
 			out := b.String()
@@ -189,11 +181,7 @@ func TestTargets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cells := map[cellKey][]result{}
-			for _, r := range tt.runs {
-				k := cellKey{r.Workload, r.Proto, r.Server}
-				cells[k] = append(cells[k], r)
-			}
+			cells := cellsOf(tt.runs)
 			var b strings.Builder
 			printTargets(&b, cells)
 			for _, want := range tt.want {
@@ -203,4 +191,14 @@ func TestTargets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cellsOf groups runs into the table's cells.
+func cellsOf(runs []result) map[cellKey][]result {
+	cells := map[cellKey][]result{}
+	for _, r := range runs {
+		k := cellKey{r.Workload, r.Proto, r.Server}
+		cells[k] = append(cells[k], r)
+	}
+	return cells
 }
