@@ -104,6 +104,12 @@ cpu_ticks() {
 	awk -v c="cpu$1" '$1 == c { print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8+$9, $9 }' /proc/stat
 }
 
+# share TICKS BEFORE AFTER: TICKS (of some threads) in percent of the
+# interval between the server core's two cpu_ticks readings.
+share() {
+	awk -v f="$1" -v a="$2" -v b="$3" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[2] - x[2]; printf "%.1f", (t > 0 ? 100 * f / t : 0) }'
+}
+
 pct() { # FIELD(1 busy, 3 steal) BEFORE AFTER: share of the interval in percent
 	awk -v f="$1" -v a="$2" -v b="$3" 'BEGIN { split(a, x, " "); split(b, y, " ");
 		t = y[2] - x[2]; printf "%.1f", (t > 0 ? 100 * (y[f] - x[f]) / t : 0) }'
@@ -216,7 +222,7 @@ run_cell() {
 		f1=$(foreign_ticks) m1=$(mm_ticks)
 		g1=$(gc_count "$s")
 		steal=$(awk -v a="$(pct 3 "$s0" "$s1")" -v b="$(pct 3 "$c0" "$c1")" 'BEGIN { print (a > b ? a : b) }')
-		mm=$(awk -v f="$((m1 - m0))" -v a="$s0" -v b="$s1" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[2] - x[2]; printf "%.1f", (t > 0 ? 100 * f / t : 0) }')
+		mm=$(share "$((m1 - m0))" "$s0" "$s1")
 		if ((tries >= ${STEAL_RETRIES:-1})) ||
 			awk -v x="$steal" -v m="${STEAL_MAX:-10}" -v y="$mm" -v n="${MM_MAX:-5}" 'BEGIN { exit !(x <= m && y <= n) }'; then
 			break
@@ -229,7 +235,7 @@ run_cell() {
 	printf '{"round":%d,"workload":"%s","proto":"%s","server":"%s","expect":"%s","cpu_server":%s,"cpu_client":%s,"steal_server":%s,"steal_client":%s,"steal_retries":%d,"mm_cpu":%s,"gc_cycles":%d,"foreign_cpu":%s,"wrk":%s}\n' \
 		"$round" "$w" "$p" "$s" "$expect" "$(pct 1 "$s0" "$s1")" "$(pct 1 "$c0" "$c1")" "$(pct 3 "$s0" "$s1")" "$(pct 3 "$c0" "$c1")" "$tries" "$mm" \
 		"$(awk -v a="$g0" -v b="$g1" 'BEGIN { print (a < 0 || b < 0 ? -1 : b - a) }')" \
-		"$(awk -v f="$((f1 - f0))" -v a="$s0" -v b="$s1" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[2] - x[2]; printf "%.1f", (t > 0 ? 100 * f / t : 0) }')" "$json" >>"$OUT/results.jsonl"
+		"$(share "$((f1 - f0))" "$s0" "$s1")" "$json" >>"$OUT/results.jsonl"
 	printf '%s\n' "$out" >>"$OUT/wrk.log"
 	log "round $round  $w $p $s: $(jq -r '"\(.requests / (.duration_us / 1e6) | floor) req/s  p50 \(.p50) µs  p99 \(.p99) µs"' <<<"$json")"
 }

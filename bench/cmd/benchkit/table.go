@@ -166,22 +166,20 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 					busy += " ³"
 					notes["3"] = true
 				}
+				gcRuns := 0
 				for _, r := range rs {
 					runs++
 					discarded += r.Retries
 					if r.Retries > 0 {
 						reruns++
 					}
+					if r.GC > 0 {
+						gcRuns++
+					}
 				}
 				if _, hi := minMax(rs, func(r result) float64 { return max(r.Steal, r.StealClient, r.Foreign, r.MM) }); hi >= 5 {
 					busy += " ⁴"
 					notes["4"] = true
-				}
-				gcRuns := 0
-				for _, r := range rs {
-					if r.GC > 0 {
-						gcRuns++
-					}
 				}
 				if gcRuns > 0 {
 					busy += fmt.Sprintf(" ⁵ %d/%d", gcRuns, len(rs))
