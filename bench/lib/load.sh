@@ -201,6 +201,19 @@ wait_quiet() {
 	log "QUIET=$QUIET: the machine stayed busy for ${QUIET_WAIT:-30} s; running anyway"
 }
 
+# damon_wait prints how long (ms) it waited for the end of a burst of the
+# kernel's DAMON (benchkit damon-wait: this VM's kdamond takes 10-50 ms of
+# CPU at once every ~5.1 s, on either core), so that the run started next
+# has a whole period to itself; -1 with DAMON_ALIGN=0 or without kdamond
+# threads, -2 when no burst came within 12 s.
+damon_wait() {
+	local w
+	[[ ${DAMON_ALIGN:-1} == 1 ]] || { echo -1 && return; }
+	w=$(taskset -c "$CLIENT_CPU" "$WORK/benchkit" damon-wait) || die "benchkit damon-wait failed"
+	[[ $w == none ]] && w=-2
+	echo "$w"
+}
+
 # run_cell ROUND W P S URL HOST XFF EXPECT appends one line to results.jsonl.
 run_cell() {
 	local round=$1 w=$2 p=$3 s=$4 url=$5 host=$6 xff=$7 expect=$8 s0 s1 c0 c1 f0 f1 out json
@@ -212,8 +225,9 @@ run_cell() {
 	# measured the machine, not the server: it is run again, at most
 	# STEAL_RETRIES times, whatever its result; the last run is kept and
 	# says how many runs it took.
-	local tries=0 steal mm m0 m1 g0 g1
+	local tries=0 steal mm m0 m1 g0 g1 damon
 	while :; do
+		damon=$(damon_wait)
 		g0=$(gc_count "$s")
 		f0=$(foreign_ticks) m0=$(mm_ticks)
 		s0=$(cpu_ticks "$SERVER_CPU") c0=$(cpu_ticks "$CLIENT_CPU")
@@ -224,16 +238,16 @@ run_cell() {
 		steal=$(awk -v a="$(pct 3 "$s0" "$s1")" -v b="$(pct 3 "$c0" "$c1")" 'BEGIN { print (a > b ? a : b) }')
 		mm=$(share "$((m1 - m0))" "$s0" "$s1")
 		if ((tries >= ${STEAL_RETRIES:-1})) ||
-			awk -v x="$steal" -v m="${STEAL_MAX:-10}" -v y="$mm" -v n="${MM_MAX:-5}" 'BEGIN { exit !(x <= m && y <= n) }'; then
+			awk -v x="$steal" -v m="${STEAL_MAX:-10}" -v y="$mm" -v n="${MM_MAX:-0.8}" 'BEGIN { exit !(x <= m && y <= n) }'; then
 			break
 		fi
 		tries=$((tries + 1))
-		log "round $round  $w $p $s: steal $steal % (STEAL_MAX=${STEAL_MAX:-10}), memory-management threads $mm % (MM_MAX=${MM_MAX:-5}): run again ($tries of ${STEAL_RETRIES:-1})"
+		log "round $round  $w $p $s: steal $steal % (STEAL_MAX=${STEAL_MAX:-10}), memory-management threads $mm % (MM_MAX=${MM_MAX:-0.8}): run again ($tries of ${STEAL_RETRIES:-1})"
 	done
 	json=$(grep '^BENCHJSON ' <<<"$out" | cut -d' ' -f2-)
 	[[ -n $json ]] || die "no result from the load generator on $w $p $s: $out"
-	printf '{"round":%d,"workload":"%s","proto":"%s","server":"%s","expect":"%s","cpu_server":%s,"cpu_client":%s,"steal_server":%s,"steal_client":%s,"steal_retries":%d,"mm_cpu":%s,"gc_cycles":%d,"foreign_cpu":%s,"wrk":%s}\n' \
-		"$round" "$w" "$p" "$s" "$expect" "$(pct 1 "$s0" "$s1")" "$(pct 1 "$c0" "$c1")" "$(pct 3 "$s0" "$s1")" "$(pct 3 "$c0" "$c1")" "$tries" "$mm" \
+	printf '{"round":%d,"workload":"%s","proto":"%s","server":"%s","expect":"%s","cpu_server":%s,"cpu_client":%s,"steal_server":%s,"steal_client":%s,"steal_retries":%d,"mm_cpu":%s,"damon_wait_ms":%d,"gc_cycles":%d,"foreign_cpu":%s,"wrk":%s}\n' \
+		"$round" "$w" "$p" "$s" "$expect" "$(pct 1 "$s0" "$s1")" "$(pct 1 "$c0" "$c1")" "$(pct 3 "$s0" "$s1")" "$(pct 3 "$c0" "$c1")" "$tries" "$mm" "$damon" \
 		"$(awk -v a="$g0" -v b="$g1" 'BEGIN { print (a < 0 || b < 0 ? -1 : b - a) }')" \
 		"$(share "$((f1 - f0))" "$s0" "$s1")" "$json" >>"$OUT/results.jsonl"
 	printf '%s\n' "$out" >>"$OUT/wrk.log"

@@ -13,7 +13,7 @@ tls_of() { # PORT
 # the environment.
 bench_command() {
 	local v cmd=""
-	for v in QUICK ROUNDS TARGET_ROUNDS DURATION WARMUP CONNS H_CONNS ONLY PROTOS SERVERS EDGE_BIN EDGE2_BIN EDGE_MODE QUIET STEAL_MAX MM_MAX STEAL_RETRIES SERVER_CPU CLIENT_CPU; do
+	for v in QUICK ROUNDS TARGET_ROUNDS DURATION WARMUP CONNS H_CONNS ONLY PROTOS SERVERS EDGE_BIN EDGE2_BIN EDGE_MODE QUIET DAMON_ALIGN STEAL_MAX MM_MAX STEAL_RETRIES SERVER_CPU CLIENT_CPU; do
 		[[ -n ${!v:-} ]] || continue
 		cmd+="$v=${!v} "
 	done
@@ -30,6 +30,28 @@ netpoll_order() {
 	fi
 }
 
+# damon_settings describes the kernel's DAMON (kdamond) contexts, whose
+# bursts runs are aligned to (load.sh, damon_wait).
+damon_settings() {
+	local d=/sys/kernel/mm/damon/admin/kdamonds k c desc=""
+	for k in "$d"/[0-9]*; do
+		[[ -r $k/state ]] || continue
+		desc+="kdamond ${k##*/} $(cat "$k/state")"
+		for c in "$k"/contexts/[0-9]*; do
+			[[ -d $c ]] || continue
+			desc+=" ($(cat "$c/operations" 2>/dev/null), sampling every $(($(cat "$c/monitoring_attrs/intervals/sample_us" 2>/dev/null || echo 0) / 1000)) ms, aggregating every $(($(cat "$c/monitoring_attrs/intervals/aggr_us" 2>/dev/null || echo 0) / 1000)) ms, schemes: $(cat "$c"/schemes/[0-9]*/action 2>/dev/null | tr '\n' ' ' | sed 's/ $//'))"
+		done
+		desc+="; "
+	done
+	if [[ -z $desc ]]; then
+		echo "none (no kdamond: runs start without waiting)"
+	elif [[ ${DAMON_ALIGN:-1} == 1 ]]; then
+		echo "${desc}each run starts as a kdamond burst ends (DAMON_ALIGN=1, damon_wait_ms in results.jsonl)"
+	else
+		echo "${desc}runs start without waiting for it (DAMON_ALIGN=0)"
+	fi
+}
+
 record_settings() {
 	local commit dirty=""
 	commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -40,6 +62,7 @@ record_settings() {
 - date: $(date -u '+%Y-%m-%d %H:%M UTC'); command: \`$BENCH_CMD\`
 - machine: $(nproc) cores, $(lscpu | awk -F: '/^Model name/{gsub(/^ +/, "", $2); print $2; exit}'), $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(lscpu | awk -F: '/^Hypervisor vendor/{gsub(/^ +/, "", $2); print "virtualised (" $2 ")"; exit}'); $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r)
 - load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)
+- DAMON: $(damon_settings)
 - edge: ${EDGE_BIN:+$EDGE_BIN, not bin/platform; }platform $commit$dirty, $("$GO" version | cut -d' ' -f3), fasthttp $(awk '/valyala\/fasthttp /{print $2}' "$ROOT/go.mod"), netpoll order $(netpoll_order "${EDGE_BIN:-$ROOT/bin/platform}")${EDGE2_BIN:+ (edge2: $(netpoll_order "$EDGE2_BIN"))}
 - nginx $(nginx -v 2>&1 | cut -d/ -f2) ($(nginx -V 2>&1 | awk '/built with OpenSSL/{print "OpenSSL " $4}')), $("$VARNISHD" -V 2>&1 | head -1 | cut -d' ' -f1 | tr -d '(' ) $("$VARNISHD" -V 2>&1 | head -1 | awk '{print $2}' | tr -d '(' ), hitch $(hitch --version 2>&1 | awk '{print $2}'), Caddy $(caddy version | cut -d' ' -f1), wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}'), $(openssl version | cut -d' ' -f1-2)
 

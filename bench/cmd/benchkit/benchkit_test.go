@@ -110,6 +110,7 @@ func TestTableProtocols(t *testing.T) {
 func TestTableSteal(t *testing.T) {
 	withMM := func(r result, mm float64) result { r.MM = mm; return r }
 	withGC := func(r result, n int) result { r.GC = n; return r }
+	withDAMON := func(r result, ms int) result { r.DAMONWait = &ms; return r }
 	mk := func(server string, stealClient float64, retries int) result {
 		return result{Round: 1, Workload: "page4k", Proto: "https", Server: server, Expect: "ok", StealClient: stealClient,
 			Retries: retries, Wrk: wrkStats{Requests: 100, DurationUS: 1e6, P99: 1000}}
@@ -126,6 +127,7 @@ func TestTableSteal(t *testing.T) {
 		{"kdamond marks", []result{withMM(mk("edge", 0, 0), 6), mk("nginx", 0, 0)}, "", true, true},
 		{"a little kdamond does not", []result{withMM(mk("edge", 0, 0), 1.2), mk("nginx", 0, 0)}, "", false, true},
 		{"GC cycles counted", []result{withGC(mk("edge", 0, 0), 2), mk("nginx", 0, 0)}, "⁵ 1/1", false, true},
+		{"DAMON-aligned runs counted", []result{withDAMON(mk("edge", 0, 0), 2300), withDAMON(mk("nginx", 0, 0), -2)}, "1 of the 2 runs started as a burst", false, true},
 		{"retries counted", []result{mk("edge", 0, 1), mk("nginx", 0, 2)}, "2 of the 2 runs kept are re-runs: 3 runs were discarded", false, false},
 	}
 	for _, tt := range tests {

@@ -1,11 +1,13 @@
 // Command benchkit prepares and summarises the end-to-end load comparison of
 // bench/run.sh: the content every server serves, the Shield settings of
 // workload 1 with the matching nginx and Caddy rules, and the table of
-// results. It starts no server and sends no request.
+// results; and it starts each run just after the kernel's DAMON burst
+// (damon-wait). It starts no server and sends no request.
 //
 //	benchkit content -out DIR -origin URL
 //	benchkit shield -geoip FILE -out DIR [-ranges 10000]
 //	benchkit table -in results.jsonl [-settings settings.txt]
+//	benchkit damon-wait [-max 12s]
 package main
 
 import (
@@ -25,6 +27,8 @@ func main() {
 		err = runShield(os.Args[2:])
 	case "table":
 		err = runTable(os.Args[2:], os.Stdout)
+	case "damon-wait":
+		err = runDAMONWait(os.Args[2:], os.Stdout)
 	default:
 		usage()
 	}
@@ -35,6 +39,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: benchkit content|shield|table [flags]")
+	fmt.Fprintln(os.Stderr, "usage: benchkit content|shield|table|damon-wait [flags]")
 	os.Exit(2)
 }

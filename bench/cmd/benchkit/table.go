@@ -49,9 +49,14 @@ type result struct {
 	MM          float64 `json:"mm_cpu"`
 	// GC is how many GC cycles the edge completed during the run (-1 for
 	// another server; 0 in older results).
-	GC      int      `json:"gc_cycles"`
-	Foreign float64  `json:"foreign_cpu"`
-	Wrk     wrkStats `json:"wrk"`
+	GC int `json:"gc_cycles"`
+	// DAMONWait is how long the run waited for a burst of the kernel's
+	// DAMON to end before it started (bench/lib/load.sh, damon_wait): -1
+	// when it did not wait (DAMON_ALIGN=0, no kdamond), -2 when no burst
+	// came; nil in older results.
+	DAMONWait *int     `json:"damon_wait_ms"`
+	Foreign   float64  `json:"foreign_cpu"`
+	Wrk       wrkStats `json:"wrk"`
 }
 
 func (r result) rps() float64 { return r.Wrk.Requests / (r.Wrk.DurationUS / 1e6) }
@@ -134,7 +139,7 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 	fmt.Fprintln(w, "| workload | proto | server | req/s | p50 ms | p99 ms | edge ÷ peer, req/s | edge ÷ peer, p99 | req/s min–max | cores busy srv/cli |")
 	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	notes := map[string]bool{}
-	reruns, discarded, runs := 0, 0, 0
+	reruns, discarded, runs, aligned := 0, 0, 0, 0
 	for _, wl := range workloads {
 		for _, proto := range protos {
 			for _, s := range servers {
@@ -169,6 +174,9 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 				gcRuns := 0
 				for _, r := range rs {
 					runs++
+					if r.DAMONWait != nil && *r.DAMONWait >= 0 {
+						aligned++
+					}
 					discarded += r.Retries
 					if r.Retries > 0 {
 						reruns++
@@ -214,6 +222,9 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 	if discarded > 0 {
 		fmt.Fprintf(w, "%d of the %d runs kept are re-runs: %d runs were discarded because the hypervisor took more than STEAL_MAX %% of a core during them, or the kernel's memory-management threads (kdamond) more than MM_MAX %% (bench/README.md).\n",
 			reruns, runs, discarded)
+	}
+	if aligned > 0 {
+		fmt.Fprintf(w, "%d of the %d runs started as a burst of the kernel's DAMON (kdamond, every ~5 s) ended, so that the next one, about 5 s later, falls outside them (DAMON_ALIGN; mm_cpu in results.jsonl says where one did not).\n", aligned, runs)
 	}
 	fmt.Fprintln(w, "Ratios are medians of per-round ratios (each round runs every server once, alternating order); edge ÷ peer p99 below 1.00 means the edge's p99 is lower (better).")
 }
