@@ -64,7 +64,7 @@ fuzz:
 	done
 
 ## bench: the edge against nginx, Varnish and Caddy under load, side by side (bench/README.md);
-## installs them and wrk from Debian when missing; about 15 minutes, QUICK=1 about 4
+## installs them and wrk from Debian when missing; about 22 minutes, QUICK=1 about 5
 bench:
 	BENCH_COMMAND="make bench" GO="$(GO)" bash bench/run.sh
 

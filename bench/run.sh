@@ -84,7 +84,11 @@ fi
 mapfile -t TCELLS < <(printf '%s\n' "${CELLS[@]}" | awk '($1 == "page4k" || $1 == "proxy") && $2 == "https" && ($3 == "edge" || $3 == "nginx")')
 ((TARGET_ROUNDS > ROUNDS && ${#TCELLS[@]} > 0)) || TARGET_ROUNDS=$ROUNDS
 runs=$((${#CELLS[@]} * ROUNDS + ${#TCELLS[@]} * (TARGET_ROUNDS - ROUNDS)))
-log "${#CELLS[@]} cells x $ROUNDS rounds + ${#TCELLS[@]} target cells x $((TARGET_ROUNDS - ROUNDS)) more rounds = $runs runs of ${WARMUP}+${DURATION} s: about $((runs * (WARMUP + DURATION) * 21 / 20 / 60 + 1)) minutes"
+# Aligned to DAMON (load.sh, damon_wait), a run takes one of its ~5.2-s
+# periods, 5.5 s with the bookkeeping (239 runs took 21.9 minutes).
+per10=$(((WARMUP + DURATION) * 21 / 2)) # tenths of a second
+if [[ ${DAMON_ALIGN:-1} == 1 ]] && pgrep '^kdamond' >/dev/null && ((per10 < 55)); then per10=55; fi
+log "${#CELLS[@]} cells x $ROUNDS rounds + ${#TCELLS[@]} target cells x $((TARGET_ROUNDS - ROUNDS)) more rounds = $runs runs of ${WARMUP}+${DURATION} s: about $((runs * per10 / 600 + 1)) minutes"
 : >"$OUT/results.jsonl"
 for ((round = 1; round <= TARGET_ROUNDS; round++)); do
 	# Every round runs each server once per (workload, proto); even rounds in
