@@ -394,6 +394,7 @@ func (e *Edge) newServer(h fasthttp.RequestHandler) *fasthttp.Server {
 		StreamRequestBody:            true,
 		DisablePreParseMultipartForm: true,
 		HeaderReceived:               e.headerReceived,
+		ErrorHandler:                 requestError,
 		CloseOnShutdown:              true,
 		TCPKeepalive:                 true,
 		SecureErrorLogMessage:        true,

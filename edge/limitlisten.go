@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"sync"
@@ -104,6 +105,14 @@ func (c *countedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { c.l.release(c) })
 	return err
+}
+
+// CloseWrite shuts down the sending side (a lingering close, linger.go).
+func (c *countedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }
 
 var (

@@ -74,6 +74,7 @@ func (e *Edge) passwordSubmit(ctx *fasthttp.RequestCtx, t *table, st *site, addr
 	if err != nil {
 		e.throttle.release(addr, st.projectID, now)
 		e.plain(ctx, p, fasthttp.StatusRequestEntityTooLarge, bodyTooLarge)
+		closeUnread(ctx)
 		return
 	}
 	password, next := form.Get("password"), safeNext(form.Get("next"))

@@ -48,7 +48,7 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 	req := &ctx.Request
 	if cl := req.Header.ContentLength(); cl > 0 && int64(cl) > e.cfg.MaxBodyBytes {
 		e.plain(ctx, p, fasthttp.StatusRequestEntityTooLarge, bodyTooLarge)
-		ctx.SetConnectionClose()
+		closeUnread(ctx)
 		return
 	}
 	if p == protoHTTPS && isUpgrade(&req.Header) {
@@ -354,7 +354,7 @@ func (e *Edge) forwardError(ctx *fasthttp.RequestCtx, st *site, p proto, err err
 	switch {
 	case errors.Is(err, errBodyLimit):
 		e.plain(ctx, p, fasthttp.StatusRequestEntityTooLarge, bodyTooLarge)
-		ctx.SetConnectionClose()
+		closeUnread(ctx)
 		return
 	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout),
 		errors.As(err, &ne) && ne.Timeout():

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,6 +29,8 @@ type lazyDeadlineConn struct {
 	net.Conn
 	mu   sync.Mutex
 	r, w lazyDeadline
+
+	linger atomic.Bool // Close lingers (linger.go)
 }
 
 // lazyDeadline is one direction's deadline: the one wanted by the last
