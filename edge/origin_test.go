@@ -17,6 +17,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/svcplatform/platform/freeport"
 	"github.com/svcplatform/platform/netguard"
 )
 
@@ -192,9 +193,11 @@ func TestOriginPOSTNotSentTwice(t *testing.T) {
 // not refused.
 func TestOriginPrivateNetworks(t *testing.T) {
 	o := newKeepAliveOrigin(t, time.Minute)
-	closedLn, _ := net.Listen("tcp", "127.0.0.1:0")
-	closedURL := "http://" + closedLn.Addr().String()
-	closedLn.Close()
+	closedAddr, err := freeport.Addr() // nobody listens there
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedURL := "http://" + closedAddr
 	snap := appSnapshot(map[string]string{"open.apps.test": o.srv.URL, "closed.apps.test": closedURL,
 		"name.apps.test": strings.Replace(o.srv.URL, "127.0.0.1", "localhost", 1)})
 	le := newLiveEdge(t, snap, func(c *Config) { c.AllowPrivateNetworks = false })

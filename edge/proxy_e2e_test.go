@@ -8,13 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/svcplatform/platform/freeport"
 )
 
 // appOrigin is a test server app.
@@ -241,9 +242,11 @@ func TestServerApp(t *testing.T) {
 		if r.status != 504 || !strings.Contains(r.body, "did not answer in time") || r.header.Get("Cache-Control") != "no-store" {
 			t.Errorf("slow origin: %d %q", r.status, short(r.body))
 		}
-		ln, _ := net.Listen("tcp", "127.0.0.1:0")
-		dead := "http://" + ln.Addr().String()
-		ln.Close()
+		deadAddr, err := freeport.Addr() // nobody listens there
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead := "http://" + deadAddr
 		gone := h.newSite("goneapp")
 		gone.deployOrigin("app", dead)
 		r = h.get(gone.host, "/")

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/svcplatform/platform/freeport"
 )
 
 func TestBlocked(t *testing.T) {
@@ -85,12 +87,10 @@ func TestDialer(t *testing.T) {
 			c.Close()
 		}
 	}()
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	closedAddr, err := freeport.Addr() // nobody listens there
 	if err != nil {
 		t.Fatal(err)
 	}
-	closedAddr := closed.Addr().String()
-	closed.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, tc := range []struct {

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/svcplatform/platform/freeport"
 )
 
 // binary is the platform binary TestMain builds ("" when the build failed;
@@ -44,12 +46,11 @@ func build(dir string) (string, error) {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return a
 }
 
 // proc is one platform process.

@@ -11,16 +11,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svcplatform/platform/freeport"
 )
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return a
 }
 
 func testOptions(t *testing.T) options {

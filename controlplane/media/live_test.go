@@ -4,17 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/plans"
+	"github.com/svcplatform/platform/freeport"
 )
 
 // freeAddr returns a loopback address nobody listens on, for a server
@@ -25,30 +23,11 @@ import (
 // publisher once found nobody listening.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	low := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil {
-				low = n
-			}
-		}
-	}
-	const from = 20000
-	if low-from >= 1000 {
-		for range 50 {
-			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(from+rand.IntN(low-from)))
-			if ln, err := net.Listen("tcp", addr); err == nil {
-				ln.Close()
-				return addr
-			}
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return a
 }
 
 // publish starts ffmpeg sending a test pattern to url (output options

@@ -10,7 +10,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -27,6 +26,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/store"
 	"github.com/svcplatform/platform/controlplane/store/pgtest"
+	"github.com/svcplatform/platform/freeport"
 )
 
 // TestKill9DuringPaymentBurst is the crash proof of the payments area: a
@@ -352,12 +352,11 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return a
 }
 
 // apiClient calls the API with a bearer key.

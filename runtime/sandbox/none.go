@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/svcplatform/platform/freeport"
 )
 
 // None runs programs as plain child processes of the platform, with the
@@ -70,14 +72,14 @@ func resolveArgv0(dir, argv0 string) (string, error) {
 	}
 }
 
-// freePort asks the kernel for a free loopback port. Another process may
-// take it before the app binds it; the app then fails its health check and
-// is restarted on a new port.
+// freePort picks a free loopback port, outside the kernel's ephemeral
+// range (package freeport), so the edge's own outgoing connections never
+// take it before the app binds it. Another process may still take it; the
+// app then fails its health check and is restarted on a new port.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port()
 	if err != nil {
 		return 0, fmt.Errorf("sandbox: pick a port: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return p, nil
 }

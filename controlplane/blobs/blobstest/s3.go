@@ -10,7 +10,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/blobs"
+	"github.com/svcplatform/platform/freeport"
 )
 
 // Install is the command that installs the server the tests need.
@@ -195,12 +195,11 @@ func (s *Server) Backend(t testing.TB, prefix string) *blobs.S3 {
 }
 
 func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		return "", fmt.Errorf("blobstest: free port: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return a, nil
 }
 
 func randHex(n int) string {

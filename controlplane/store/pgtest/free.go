@@ -2,15 +2,15 @@ package pgtest
 
 import (
 	"fmt"
-	"net"
+
+	"github.com/svcplatform/platform/freeport"
 )
 
-// freePort asks the kernel for a free TCP port on the loopback address.
+// freePort picks a free TCP port on the loopback address (package freeport).
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port()
 	if err != nil {
 		return 0, fmt.Errorf("pgtest: free port: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return p, nil
 }
