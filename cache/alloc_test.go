@@ -3,6 +3,7 @@
 package cache
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
@@ -81,4 +82,44 @@ func TestHitPathsDoNotAllocate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHitAllocationCost states what a hit costs in the cache library itself:
+// ristretto's lossy access buffer hands each stripe of 64 recorded gets
+// (Config.BufferItems) to its admission policy and allocates a fresh 512-byte
+// stripe for the next ones (a stripe the policy is too busy to take is
+// reused), so hits allocate at most once per 64 gets, at most 8 bytes per
+// get, and nothing else. testing.AllocsPerRun rounds that average down to
+// 0, which is why this test counts every allocation of the process instead.
+// The runtime's own bookkeeping while the policy goroutine parks and wakes
+// (sudogs, GC workers) may add a few allocations that do not grow with the
+// gets; slack allows for them.
+func TestHitAllocationCost(t *testing.T) {
+	const gets, perStripe, stripeBytes, slack = 640_000, 64, 512, 32
+	c := newCache(t, Config{}, newClock())
+	key := StaticKey{Deployment: "dpl_123", Path: []byte("/index.html"), Encoding: "br"}
+	c.SetStatic(key, staticResp("<h1>hi</h1>"), time.Hour)
+	c.Wait()
+	get := func(n int) {
+		for range n {
+			if _, ok := c.GetStatic(key); !ok {
+				t.Fatal("static miss")
+			}
+		}
+	}
+	get(10_000)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	get(gets)
+	runtime.ReadMemStats(&after)
+	allocs := after.Mallocs - before.Mallocs
+	bytes := after.TotalAlloc - before.TotalAlloc
+	if max := uint64(gets/perStripe + slack); allocs > max {
+		t.Errorf("%d allocations in %d hits, want at most %d (one stripe per %d gets)", allocs, gets, max, perStripe)
+	}
+	if max := uint64(gets/perStripe*stripeBytes + slack*1024); bytes > max {
+		t.Errorf("%d bytes allocated in %d hits (%.1f per hit), want at most %d", bytes, gets, float64(bytes)/gets, max)
+	}
+	t.Logf("%d hits: %d allocations, %.2f bytes per hit", gets, allocs, float64(bytes)/gets)
 }

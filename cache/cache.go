@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/svcplatform/platform/cache/internal/ristretto"
+	"github.com/dgraph-io/ristretto/v2"
 )
 
 // Cache is the edge's response cache: static-site entries and RFC 9111
