@@ -2,8 +2,8 @@
 # bench/run.sh: the edge (`platform serve`) against nginx, Varnish and Caddy,
 # measured side by side on loopback. See bench/README.md.
 #
-#   make bench               # 5 alternating rounds, 3 s a run: about 15 minutes
-#   make bench QUICK=1       # 1 round, 3 s a run: about 4 minutes
+#   make bench               # 5 alternating rounds (11 of the target cells), 3 s a run: about 22 minutes
+#   make bench QUICK=1       # 1 round, 3 s a run: about 5 minutes
 #   ONLY=page4k,proxy SERVERS=edge,nginx bash bench/run.sh
 #
 # Settings (environment): ROUNDS, DURATION and WARMUP (seconds a run), CONNS
@@ -77,8 +77,8 @@ if [[ ${HOLD:-} == 1 ]]; then
 	while :; do sleep 1; done
 fi
 
-# The cells issue 12's targets compare (the cached page and forwarding over
-# HTTPS, edge and nginx) run on alone after the full rounds, up to
+# The cells the speed targets compare (the cached page and forwarding over
+# HTTPS, edge and nginx; bench/README.md) run on alone after the full rounds, up to
 # TARGET_ROUNDS: a p99 or a req/s ratio taken from five 3-s runs moves by
 # tens of percent with the host, and the extra rounds narrow their medians.
 mapfile -t TCELLS < <(printf '%s\n' "${CELLS[@]}" | awk '($1 == "page4k" || $1 == "proxy") && $2 == "https" && ($3 == "edge" || $3 == "nginx")')

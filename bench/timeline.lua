@@ -1,7 +1,7 @@
 -- bench/timeline.lua: a wrk script that counts responses per 20 ms from
 -- the first one, to see the dips a run's p99 comes from (the tail of a
 -- 3-s run is a few 40-100 ms stretches at a fraction of the rate, not the
--- body of the distribution: edge/README.md, "Session 8"). One thread
+-- body of the distribution: docs/notes/2026-11-23-bench-noise.md). One thread
 -- (wrk -t1). Prints the first TIMELINE_BUCKETS (150) counts, the
 -- CLOCK_MONOTONIC time of the first response in ms (t0: to line the
 -- buckets up with `perf record -k CLOCK_MONOTONIC`), p99 and max.

@@ -72,7 +72,7 @@ record_settings() {
   wrk on CPU $CLIENT_CPU (taskset), \`wrk -t1 -c$CONNS -d${DURATION}s --timeout 10s\`, keep-alive, after a ${WARMUP} s warm-up run;
   HTTP/2 and HTTP/3 rows: \`bench/cmd/loadgen -c $CONNS -conns $H_CONNS\` (Go's HTTP/2 client, quic-go's HTTP/3 client) with GOMAXPROCS=1 on CPU $CLIENT_CPU;
   $ROUNDS round(s), each running every cell once, even rounds in reverse order; then rounds $((ROUNDS + 1))-$TARGET_ROUNDS
-  of the cells issue 12's targets compare only (workloads 1 and 4 over HTTPS, edge and nginx), when TARGET_ROUNDS > ROUNDS
+  of the cells the speed targets compare only (workloads 1 and 4 over HTTPS, edge and nginx), when TARGET_ROUNDS > ROUNDS
 - edge: \`GOMAXPROCS=1 platform serve --trusted-proxies 127.0.0.1/32 --geoip data/geo/country.mmdb --log-level warn\`
   (control plane, background workers and edge in one process, all on that core); HTTPS via its local CA
 - nginx: worker_processes 1, sendfile, tcp_nopush, open_file_cache, access_log off, keepalive_requests 1000000,

@@ -149,7 +149,7 @@ func TestTableSteal(t *testing.T) {
 	}
 }
 
-// TestTargets: issue 12's targets are medians of per-round ratios over the
+// TestTargets: the speed targets are medians of per-round ratios over the
 // rounds both servers ran, the extra target rounds (only edge and nginx on
 // workloads 1 and 4) included, with the verdict on the right side of each
 // limit.

@@ -20,10 +20,11 @@ import (
 // aggregation interval (5 s here, 5.12-5.27 s observed), applies the scheme
 // in one burst of 10-50 ms of CPU on either core. A burst that lands on the
 // server's core during a 3-s run shows as a 40-100 ms dip at a fraction of
-// the rate, which sets that run's p99 whichever server it is (edge/README.md,
-// "Tail"). The burst comes at a steady period, so a run started as one ends
-// has the whole period to itself: WARMUP is not needed between them, and a
-// 3-s run ends two seconds before the next one.
+// the rate, which sets that run's p99 whichever server it is
+// (docs/notes/2026-11-23-bench-noise.md). The burst comes at a steady
+// period, so a run started as one ends has the whole period to itself:
+// WARMUP is not needed between them, and a 3-s run ends two seconds before
+// the next one.
 //
 // The wait watches the summed CPU time of the kdamond threads
 // (/proc/PID/schedstat, nanoseconds, which the kernel advances every tick

@@ -229,8 +229,9 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 	fmt.Fprintln(w, "Ratios are medians of per-round ratios (each round runs every server once, alternating order); edge ÷ peer p99 below 1.00 means the edge's p99 is lower (better).")
 }
 
-// printTargets checks the targets: workload 1 against nginx and Caddy, and
-// issue 12's (the cached page's p99, forwarding's req/s) against nginx.
+// printTargets checks the speed targets (bench/README.md): workload 1's
+// req/s against nginx and Caddy, and the cached page's p99 and forwarding's
+// req/s against nginx.
 func printTargets(w io.Writer, cells map[cellKey][]result) {
 	edge := cells[cellKey{"page4k", "https", "edge"}]
 	if len(edge) == 0 {
@@ -253,7 +254,7 @@ func printTargets(w io.Writer, cells map[cellKey][]result) {
 	}
 	check("nginx", 1.0, "match nginx")
 	check("caddy", 2.0, "twice Caddy")
-	// Issue 12's targets: medians of per-round ratios, as in the table.
+	// The p99 and forwarding targets: medians of per-round ratios, as in the table.
 	target := func(workload, what string, f func(result) float64, limit float64, atMost bool) {
 		e, n := cells[cellKey{workload, "https", "edge"}], cells[cellKey{workload, "https", "nginx"}]
 		if len(e) == 0 || len(n) == 0 {

@@ -452,14 +452,14 @@ type walkStats struct {
 
 // DefaultSigmas is how far (in standard deviations of the H plane's
 // estimate) beyond the beam's worst a neighbour may seem before its L plane
-// is left unread: chosen on the benchmark's recall (README.md), and
+// is left unread: chosen on the benchmark's recall (docs/notes/2026-11-22-vectors-search.md), and
 // checked on data unlike it (TestHNSWPlaneRejection/skewed: same recall).
 //
 // Every live node of the walk is ranked again by the int8 codes. Keeping
 // only those within a margin of the nibble distance's error saved 4-16 µs a
 // query on the benchmark's data, but the error was measured on that data:
 // on skewed data (Laplace noise, dimensions scaled 0.2 to 5) it cut
-// recall@10 from 0.993 to 0.912, so it was removed (README.md).
+// recall@10 from 0.993 to 0.912, so it was removed (docs/notes/2026-11-22-vectors-search.md).
 const DefaultSigmas = 2.0
 
 // FloatRerank is how many of the walk's nodes, best by the int8 codes, a

@@ -156,7 +156,7 @@ func appendPlanes(dst []uint8, v []float32) ([]uint8, float32) {
 // The estimate of Q·L from the H plane: Q·L ≈ lowSlope·(Q·H) + lowMean·ΣQ,
 // so Q·U ≈ (4+lowSlope)·Q·H + lowMean·ΣQ, with a residual whose standard
 // deviation is about √lowVar·‖Q‖. The line is the least-squares fit over
-// the nodes a walk ranks (the benchmark's data, README.md), not the codes'
+// the nodes a walk ranks (the benchmark's data, docs/notes/2026-11-22-vectors-search.md), not the codes'
 // per-dimension means given H (2.12, 1.76, 1.24, 0.86 for H = 0 to 3 on a
 // normal source, slope −0.45): the nodes a walk meets resemble the query,
 // and where q_i is high within H's interval so is x_i, so Q·L rises with
