@@ -67,9 +67,11 @@ const (
 //     the host's loopback nor (unless AllowPrivateNetworks) private
 //     ranges, never the cloud metadata address; the platform reaches its
 //     PORT by opening the connection inside that namespace (setns);
-//   - a filesystem of read-only system directories (roPaths), a private
-//     /tmp, /proc and /dev, and its deployment directory at /app, the only
-//     writable place;
+//   - a read-only root holding read-only system directories (roPaths),
+//     a private /proc, a read-only /dev (its device nodes work), a
+//     private /tmp bounded by TmpBytes and its deployment directory at
+//     /app: those two are the only writable places; nothing else of the
+//     host (Hide);
 //   - a uid of its own (UIDBase+n, one per running app) when the platform
 //     runs as root, so apps cannot signal or read each other;
 //   - a seccomp filter refusing kernel-facing system calls (seccomp.go);
@@ -112,8 +114,12 @@ type Bwrap struct {
 	TmpBytes int64 `json:"tmpBytes,omitempty"`
 	// OpenFiles bounds open file descriptors (RLIMIT_NOFILE).
 	OpenFiles int `json:"openFiles,omitempty"`
-	// Hide lists host directories to cover with an empty tmpfs should they
-	// lie under a bound path (the platform's data directory).
+	// Hide lists host directories an app must not see (the platform's
+	// data directory). One under a bound path (a system directory, the
+	// deployment directory) is covered by an empty read-only tmpfs; any
+	// other is not mounted, so its path does not exist in the sandbox.
+	// A deployment directory inside one is still mounted at /app (only
+	// it shows).
 	Hide []string `json:"hide,omitempty"`
 	// Cgroups is auto (""), on or off: whether limits use a cgroup per
 	// app.
@@ -368,6 +374,7 @@ func (b *Bwrap) Prepare(app App) (*Prepared, error) {
 		}
 		args = append(args, "--seccomp", fdOf(f))
 	}
+	var binds []bind
 	for _, p := range roPaths {
 		if b.outbound && p == "/etc/resolv.conf" {
 			continue
@@ -384,12 +391,19 @@ func (b *Bwrap) Prepare(app App) (*Prepared, error) {
 			args = append(args, "--symlink", target, p)
 		default:
 			args = append(args, "--ro-bind", p, p)
+			binds = append(binds, bind{src: p, dest: p})
 		}
 	}
-	for _, h := range b.Hide {
-		args = append(args, "--tmpfs", h)
+	args = append(args, "--bind", app.Dir, "/app")
+	binds = append(binds, bind{src: app.Dir, dest: "/app"})
+	for _, h := range hiddenMounts(b.Hide, binds) {
+		args = append(args, "--tmpfs", h, "--remount-ro", h)
 	}
-	args = append(args, "--bind", app.Dir, "/app", "--chdir", "/app", "--")
+	// Last, once every mount point exists: the root (with /etc, a
+	// directory of it) and /dev become read-only, so /app and the bounded
+	// /tmp are the only writable places. Device nodes are mounts of their
+	// own and keep working.
+	args = append(args, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/app", "--")
 	argv0 := app.Argv[0]
 	if !filepath.IsAbs(argv0) && filepath.Base(argv0) != argv0 {
 		if !filepath.IsLocal(argv0) {

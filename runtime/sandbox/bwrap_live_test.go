@@ -131,7 +131,13 @@ func (l *lockedBuffer) String() string {
 // directory) and stops it at the end of the test.
 func startLive(t *testing.T, b *Bwrap, id string, listen bool, argv ...string) *liveApp {
 	t.Helper()
-	p, err := b.Prepare(App{ID: id, Dir: liveDir(t), Argv: argv, Env: []string{"SERVICE_PROJECT_ID=prj_live"}, Listen: listen})
+	return startLiveIn(t, b, liveDir(t), id, listen, argv...)
+}
+
+// startLiveIn is startLive in dir, a deployment directory from liveDir.
+func startLiveIn(t *testing.T, b *Bwrap, dir, id string, listen bool, argv ...string) *liveApp {
+	t.Helper()
+	p, err := b.Prepare(App{ID: id, Dir: dir, Argv: argv, Env: []string{"SERVICE_PROJECT_ID=prj_live"}, Listen: listen})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,6 +386,56 @@ func TestBwrapOutbound(t *testing.T) {
 			t.Logf("%d %s", code, body)
 			if code != tc.want {
 				t.Fatalf("dial %s: %d %q, want %d", tc.addr, code, body, tc.want)
+			}
+		})
+	}
+}
+
+// TestBwrapFilesystem: only /app and the bounded /tmp are writable (the
+// root, /etc, /dev are not); a hidden data directory is not in the
+// sandbox at all (no mount point names its path), and one inside a bound
+// directory is an empty, read-only directory.
+func TestBwrapFilesystem(t *testing.T) {
+	dataDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dataDir, "platform.db"), []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := liveDir(t)
+	inApp := filepath.Join(dir, "secret")
+	if err := os.Mkdir(inApp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(inApp, "key"), []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := liveBwrap(t, func(b *Bwrap) { b.Outbound = ModeOff; b.TmpBytes = 1 << 20; b.Hide = []string{dataDir, inApp} })
+	a := startLiveIn(t, b, dir, "dpl_fs", true, "./app")
+	tests := []struct {
+		name, path string
+		status     int
+		want       string // in the body
+		not        string // never in the body
+	}{
+		{"the data directory's path does not exist", "/stat?path=" + dataDir, 403, "no such file", ""},
+		{"its file neither", "/read?path=" + filepath.Join(dataDir, "platform.db"), 403, "no such file", ""},
+		{"no mount point names it", "/read?path=/proc/self/mountinfo", 200, "/app", dataDir},
+		{"a hidden directory in the deployment directory is empty", "/read?path=/app/secret/key", 403, "no such file", ""},
+		{"and read-only", "/write?path=/app/secret/x", 403, "read-only file system", ""},
+		{"the root", "/write?path=/x", 403, "read-only file system", ""},
+		{"/etc", "/write?path=/etc/x", 403, "read-only file system", ""},
+		{"/dev", "/write?path=/dev/x", 403, "read-only file system", ""},
+		{"/dev/shm", "/write?path=/dev/shm/x", 403, "read-only file system", ""},
+		{"/usr", "/write?path=/usr/x", 403, "read-only file system", ""},
+		{"/dev/null still takes writes", "/write?path=/dev/null", 200, "written", ""},
+		{"its directory", "/write?path=/app/state", 200, "written", ""},
+		{"its /tmp", "/write?path=/tmp/x", 200, "written", ""},
+		{"its /tmp beyond TmpBytes", "/write?path=/tmp/big&size=2097152", 403, "no space left", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := a.get(t, tc.path)
+			if code != tc.status || !strings.Contains(body, tc.want) || (tc.not != "" && strings.Contains(body, tc.not)) {
+				t.Fatalf("%d %q, want %d with %q", code, body, tc.status, tc.want)
 			}
 		})
 	}

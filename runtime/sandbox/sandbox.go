@@ -3,9 +3,9 @@
 // listens on: None runs it as a plain child process (development, tests),
 // Bwrap runs it under bubblewrap with its own unprivileged uid, private
 // namespaces (outbound network only, through slirp4netns, or none), only
-// its own directory writable, a seccomp filter, and CPU and memory limits
-// in a cgroup of its own. See runtime/README.md for what each does
-// and does not protect against.
+// its own directory and a bounded /tmp writable, a seccomp filter, and CPU
+// and memory limits in a cgroup of its own. See runtime/README.md for what
+// each does and does not protect against.
 package sandbox
 
 import (

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -55,6 +56,46 @@ func TestReachable(t *testing.T) {
 	}
 	if err := reachable(filepath.Join(open, "app")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHiddenMounts: a hidden directory gets a mount only where it shows
+// through a bind, at its path inside the sandbox; elsewhere it gets none
+// (a mount would create its host path inside the sandbox).
+func TestHiddenMounts(t *testing.T) {
+	base := t.TempDir()
+	sys := filepath.Join(base, "usr")
+	app := filepath.Join(base, "runtime", "dpl_1")
+	data := filepath.Join(base, "data")
+	for _, d := range []string{filepath.Join(sys, "share", "data"), filepath.Join(app, "state"), filepath.Join(data, "apps", "dpl_2")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(filepath.Join(sys, "share"), link); err != nil {
+		t.Fatal(err)
+	}
+	binds := []bind{{src: sys, dest: "/usr"}, {src: app, dest: "/app"}}
+	tests := []struct {
+		name  string
+		hide  []string
+		binds []bind
+		want  []string
+	}{
+		{name: "outside every bind: no mount", hide: []string{data}, binds: binds},
+		{name: "missing: no mount", hide: []string{filepath.Join(base, "nope")}, binds: binds},
+		{name: "under a system directory", hide: []string{filepath.Join(sys, "share", "data")}, binds: binds, want: []string{"/usr/share/data"}},
+		{name: "through a symlink", hide: []string{filepath.Join(link, "data")}, binds: binds, want: []string{"/usr/share/data"}},
+		{name: "under the deployment directory", hide: []string{filepath.Join(app, "state")}, binds: binds, want: []string{"/app/state"}},
+		{name: "a deployment directory inside it shows, nothing else", hide: []string{data}, binds: []bind{{src: filepath.Join(data, "apps", "dpl_2"), dest: "/app"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := hiddenMounts(tc.hide, tc.binds); !slices.Equal(got, tc.want) {
+				t.Fatalf("mounts %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 

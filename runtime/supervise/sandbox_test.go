@@ -15,8 +15,8 @@ import (
 )
 
 // TestBwrapIsolation runs the example app under bubblewrap and checks what
-// it may not do: read the data directory, reach a control-plane port, write
-// outside its directory, run as root.
+// it may not do: read the data directory (or see its path), reach a
+// control-plane port, write outside its directory and /tmp, run as root.
 func TestBwrapIsolation(t *testing.T) {
 	dataDir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dataDir, "platform.db"), []byte("secret"), 0o644); err != nil {
@@ -67,6 +67,10 @@ func TestBwrapIsolation(t *testing.T) {
 		{"the host's loopback through the outbound gateway", "/dial?addr=10.0.2.2:" + controlPlanePort, 403, ""},
 		{"cloud metadata", "/dial?addr=169.254.169.254:80", 403, ""},
 		{"write outside its directory", "/write?path=/usr/x", 403, ""},
+		{"write the root", "/write?path=/x", 403, ""},
+		{"write /etc", "/write?path=/etc/x", 403, ""},
+		{"write /dev", "/write?path=/dev/x", 403, ""},
+		{"the data directory's path does not exist", "/stat?path=" + dataDir, 403, ""},
 		{"write its directory", "/write?path=/app/state", 200, "written"},
 		{"write its private tmp", "/write?path=/tmp/x", 200, "written"},
 	}

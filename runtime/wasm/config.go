@@ -14,8 +14,11 @@ const (
 	DefaultMaxResponseBytes = 6 << 20
 	DefaultMaxLogBytes      = 64 << 10
 	DefaultMaxConcurrent    = 16
-	pageSize                = 64 << 10
-	maxMemoryLimitBytes     = 4 << 30 // the wasm32 address space
+	// queueSlack is how much longer than a call's time limit a call
+	// waits for a slot by default: a slot frees within the time limit.
+	queueSlack          = 5 * time.Second
+	pageSize            = 64 << 10
+	maxMemoryLimitBytes = 4 << 30 // the wasm32 address space
 )
 
 // Config sets a Host's limits. The zero value is usable: Provision fills the
@@ -32,9 +35,19 @@ type Config struct {
 	MaxResponseBytes int64 `json:"maxResponseBytes,omitempty"`
 	// MaxLogBytes bounds the stderr kept per call (the rest is dropped).
 	MaxLogBytes int64 `json:"maxLogBytes,omitempty"`
-	// MaxConcurrent bounds the instances running at once (memory is
-	// MaxConcurrent*MemoryLimitBytes at worst).
+	// MaxConcurrent bounds the instances running at once on the host, all
+	// projects together (memory is MaxConcurrent*MemoryLimitBytes at
+	// worst).
 	MaxConcurrent int `json:"maxConcurrent,omitempty"`
+	// MaxConcurrentPerProject bounds the calls one project runs at once;
+	// default half of MaxConcurrent (at least 1). While several projects
+	// call, each one's share is MaxConcurrent divided by their number (at
+	// least 1), never above this bound.
+	MaxConcurrentPerProject int `json:"maxConcurrentPerProject,omitempty"`
+	// QueueTimeout is how long a call waits for a slot before it is
+	// refused (ErrProjectBusy when its project ran its share, else
+	// ErrBusy); default Timeout plus 5 s, negative: no waiting.
+	QueueTimeout time.Duration `json:"queueTimeout,omitempty"`
 	// CacheDir, when set, keeps compiled code on disk so that a restart
 	// does not compile again; empty keeps it in memory only.
 	CacheDir string `json:"cacheDir,omitempty"`
@@ -60,6 +73,12 @@ func (c *Config) Provision() error {
 	if c.MaxConcurrent == 0 {
 		c.MaxConcurrent = DefaultMaxConcurrent
 	}
+	if c.MaxConcurrentPerProject == 0 {
+		c.MaxConcurrentPerProject = max(1, c.MaxConcurrent/2)
+	}
+	if c.QueueTimeout == 0 {
+		c.QueueTimeout = c.Timeout + queueSlack
+	}
 	return c.Validate()
 }
 
@@ -77,6 +96,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConcurrent < 0 {
 		errs = append(errs, fmt.Errorf("max concurrent %d is negative", c.MaxConcurrent))
+	}
+	if c.MaxConcurrentPerProject < 0 || c.MaxConcurrentPerProject > c.MaxConcurrent {
+		errs = append(errs, fmt.Errorf("max concurrent per project %d must be between 1 and max concurrent %d", c.MaxConcurrentPerProject, c.MaxConcurrent))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("wasm: config: %w", err)

@@ -3,8 +3,9 @@ package wasm
 import "errors"
 
 // Errors a Call or Load returns; the edge maps them to statuses (see the
-// README): ErrTimeout 504, ErrRequestTooLarge 413, ErrBusy 503, ErrNotLoaded
-// 404 (or 503 while a deploy loads), the others 502.
+// README): ErrTimeout 504, ErrRequestTooLarge 413, ErrProjectBusy 429,
+// ErrBusy 503, ErrNotLoaded 404 (or 503 while a deploy loads), the others
+// 502.
 var (
 	// ErrNotLoaded: no function is loaded under that deployment id.
 	ErrNotLoaded = errors.New("wasm: function not loaded")
@@ -21,8 +22,13 @@ var (
 	ErrResponseTooLarge = errors.New("wasm: function response too large")
 	// ErrRequestTooLarge: the request body exceeds Config.MaxRequestBytes.
 	ErrRequestTooLarge = errors.New("wasm: request body too large")
-	// ErrBusy: Config.MaxConcurrent calls are running and the caller gave up waiting.
+	// ErrBusy: Config.MaxConcurrent calls were running for as long as the
+	// call waited (Config.QueueTimeout, or until its context ended).
 	ErrBusy = errors.New("wasm: too many concurrent calls")
+	// ErrProjectBusy: the call's project ran its share of the host's
+	// calls (Config.MaxConcurrentPerProject, or less while other projects
+	// call) for as long as the call waited.
+	ErrProjectBusy = errors.New("wasm: too many concurrent calls of the project")
 	// ErrClosed: the host is closed.
 	ErrClosed = errors.New("wasm: host closed")
 )

@@ -1,10 +1,14 @@
 package wasm
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -47,7 +51,7 @@ func TestFront(t *testing.T) {
 		{"scheme from the edge", "GET", "/env?k=HTTPS", "", map[string]string{"X-Forwarded-Proto": "https"}, 200, "on"},
 		{"echo", "POST", "/echo", "payload", map[string]string{"X-Test": "t"}, 201, "payload"},
 		{"loop", "GET", "/loop", "", nil, 504, "time limit"},
-		{"too large", "POST", "/echo", strings.Repeat("x", 1025), nil, 413, "larger than 1024 bytes"},
+		{"too large", "POST", "/echo", strings.Repeat("x", 1025), nil, 413, "larger than the function limit of 1 KiB"},
 		{"exit", "GET", "/exit", "", nil, 502, "failed"},
 		{"garbage", "GET", "/garbage", "", nil, 502, "malformed"},
 		{"not found route", "GET", "/nope", "", nil, 404, "no route nope"},
@@ -95,9 +99,61 @@ func TestFront(t *testing.T) {
 	})
 }
 
+// TestFrontRefusesLargeBody: a body over the limit (the default 6 MiB) is
+// answered 413 naming the limit, also to a client that writes its whole
+// request before it reads the answer (as the edge does): the front reads
+// and drops the rest of the body instead of resetting the connection.
+func TestFrontRefusesLargeBody(t *testing.T) {
+	h := newHost(t, Config{})
+	f, err := h.ListenFront("dpl_big", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
+	body := bytes.Repeat([]byte("x"), 7<<20)
+	var chunked bytes.Buffer
+	for rest := body; len(rest) > 0; {
+		n := min(len(rest), 64<<10)
+		fmt.Fprintf(&chunked, "%x\r\n%s\r\n", n, rest[:n])
+		rest = rest[n:]
+	}
+	chunked.WriteString("0\r\n\r\n")
+	tests := []struct {
+		name, header string
+		body         []byte
+	}{
+		{"declared length", "Content-Length: " + strconv.Itoa(len(body)), body},
+		{"chunked", "Transfer-Encoding: chunked", chunked.Bytes()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", f.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+			req := "POST /echo HTTP/1.1\r\nHost: fn.example\r\nContent-Type: application/octet-stream\r\n" + tc.header + "\r\n\r\n"
+			if _, err := c.Write(append([]byte(req), tc.body...)); err != nil {
+				t.Fatalf("writing the request: %v", err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("reading the answer: %v", err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "limit of 6 MiB") {
+				t.Fatalf("%d %q, want 413 naming the 6 MiB limit", resp.StatusCode, b)
+			}
+		})
+	}
+}
+
 func TestStatusOf(t *testing.T) {
-	for err, want := range map[error]int{ErrTimeout: 504, ErrRequestTooLarge: 413, ErrBusy: 503, ErrNotLoaded: 503, ErrClosed: 503,
-		ErrFailed: 502, ErrBadResponse: 502, ErrResponseTooLarge: 502, fmt.Errorf("wrapped: %w", ErrTimeout): 504} {
+	for err, want := range map[error]int{ErrTimeout: 504, ErrRequestTooLarge: 413, ErrProjectBusy: 429, ErrBusy: 503, ErrNotLoaded: 503, ErrClosed: 503,
+		ErrFailed: 502, ErrBadResponse: 502, ErrResponseTooLarge: 502, fmt.Errorf("wrapped: %w", ErrTimeout): 504,
+		&SlotError{Project: true, Limit: 8, Max: 16}: 429, &SlotError{Limit: 16, Max: 16}: 503} {
 		if got := StatusOf(err); got != want {
 			t.Errorf("StatusOf(%v) = %d, want %d", err, got, want)
 		}

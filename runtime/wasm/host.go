@@ -52,7 +52,7 @@ type Host struct {
 	cfg   Config
 	rt    wazero.Runtime
 	cache wazero.CompilationCache
-	sem   chan struct{}
+	slots *slots
 
 	mu     sync.RWMutex
 	fns    map[string]*function
@@ -84,7 +84,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		_ = cache.Close(ctx)
 		return nil, fmt.Errorf("wasm: instantiate wasi: %w", err)
 	}
-	return &Host{cfg: cfg, rt: rt, cache: cache, sem: make(chan struct{}, cfg.MaxConcurrent), fns: map[string]*function{}}, nil
+	return &Host{cfg: cfg, rt: rt, cache: cache, slots: newSlots(cfg.MaxConcurrent, cfg.MaxConcurrentPerProject), fns: map[string]*function{}}, nil
 }
 
 // Config returns the provisioned configuration.
@@ -150,8 +150,15 @@ func (h *Host) Loaded(id string) bool {
 }
 
 // Call runs the function of deployment id on r in a fresh instance, under
-// the time and memory limits. The Result carries stderr even when the call
-// fails.
+// the time and memory limits, once its project has a slot (slots.go). The
+// Result carries stderr even when the call fails.
+//
+// The time limit holds wherever the call is: wasm code is stopped by the
+// runtime (WithCloseOnContextDone), and no host call outlives the limit:
+// stdin is the request body in memory, stdout and stderr are in-memory
+// buffers, there are no files or sockets, and the one host call that
+// waits, poll_oneoff's sleep (the idle wait of a function's runtime, a
+// sleep), ends at the call's deadline.
 func (h *Host) Call(ctx context.Context, id string, r *Request) (Result, error) {
 	var res Result
 	if int64(len(r.Body)) > h.cfg.MaxRequestBytes {
@@ -166,12 +173,11 @@ func (h *Host) Call(ctx context.Context, id string, r *Request) (Result, error) 
 	if fn == nil {
 		return res, fmt.Errorf("wasm: call %s: %w", id, ErrNotLoaded)
 	}
-	select {
-	case h.sem <- struct{}{}:
-		defer func() { <-h.sem }()
-	case <-ctx.Done():
-		return res, fmt.Errorf("wasm: call %s: %w: %v", id, ErrBusy, ctx.Err())
+	release, err := h.slots.acquire(ctx, fn.project, h.cfg.QueueTimeout)
+	if err != nil {
+		return res, fmt.Errorf("wasm: call %s: %w", id, err)
 	}
+	defer release()
 	// The time limit and Duration start together, so a call stopped at the
 	// limit reports at least the limit.
 	start := time.Now()
@@ -188,7 +194,7 @@ func (h *Host) Call(ctx context.Context, id string, r *Request) (Result, error) 
 		WithStderr(stderr).
 		WithSysWalltime().
 		WithSysNanotime().
-		WithSysNanosleep().
+		WithNanosleep(sleepUntilDone(ctx)).
 		WithRandSource(rand.Reader)
 	for _, kv := range cgiEnv(fn.env, fn.project, r) {
 		k, v, _ := strings.Cut(kv, "=")
@@ -235,6 +241,25 @@ func (h *Host) Close(ctx context.Context) error {
 	h.fns = nil
 	h.mu.Unlock()
 	return errors.Join(h.rt.Close(ctx), h.cache.Close(ctx))
+}
+
+// sleepUntilDone is a call's sleep (poll_oneoff with a clock
+// subscription): it ends after ns nanoseconds or when ctx ends, whichever
+// comes first. wazero's own (time.Sleep) does not see the context, so a
+// function sleeping for an hour would keep its instance, and its slot,
+// past the time limit.
+func sleepUntilDone(ctx context.Context) sys.Nanosleep {
+	return func(ns int64) {
+		if ns <= 0 {
+			return
+		}
+		t := time.NewTimer(time.Duration(ns))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // capWriter keeps up to limit bytes. Past it, a truncating writer drops the

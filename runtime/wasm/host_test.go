@@ -72,24 +72,41 @@ func TestCall(t *testing.T) {
 	}
 }
 
-func TestLoopStoppedAtTimeLimit(t *testing.T) {
+// TestStoppedAtTimeLimit: a call is stopped at its time limit wherever it
+// is: running wasm code, or waiting in a host call (the Go runtime's idle
+// wait in poll_oneoff, a minute long here).
+func TestStoppedAtTimeLimit(t *testing.T) {
 	mod := exampleModule(t)
-	h := newHost(t, Config{Timeout: 300 * time.Millisecond})
+	const limit = 300 * time.Millisecond
+	h := newHost(t, Config{Timeout: limit})
 	ctx := context.Background()
 	if err := h.Load(ctx, Deployment{ID: "dpl_loop", Project: "prj_1", Module: mod}); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	res, err := h.Call(ctx, "dpl_loop", &Request{Method: "GET", Path: "/loop"})
-	if !errors.Is(err, ErrTimeout) {
-		t.Fatalf("err = %v, want ErrTimeout", err)
+	tests := []struct {
+		name, path, query string
+	}{
+		{"a busy loop", "/loop", ""},
+		{"a sleep in a host call", "/sleep", "d=1m"},
 	}
-	if res.Duration < 300*time.Millisecond || time.Since(start) > 10*time.Second {
-		t.Fatalf("ran %v (call took %v), want stopped at the 300ms limit", res.Duration, time.Since(start))
-	}
-	// The host still serves after a stopped instance.
-	if _, err := h.Call(ctx, "dpl_loop", &Request{Method: "GET", Path: "/hello"}); err != nil {
-		t.Fatalf("call after timeout: %v", err)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			res, err := h.Call(ctx, "dpl_loop", &Request{Method: "GET", Path: tc.path, RawQuery: tc.query})
+			took := time.Since(start)
+			if !errors.Is(err, ErrTimeout) {
+				t.Fatalf("err = %v, want ErrTimeout", err)
+			}
+			// The bound leaves room for a loaded machine under -race; the
+			// sleep lasts far longer.
+			if res.Duration < limit || took > 10*time.Second {
+				t.Fatalf("ran %v (call took %v), want stopped at the %v limit", res.Duration, took, limit)
+			}
+			// The host still serves after a stopped instance.
+			if _, err := h.Call(ctx, "dpl_loop", &Request{Method: "GET", Path: "/hello"}); err != nil {
+				t.Fatalf("call after timeout: %v", err)
+			}
+		})
 	}
 }
 
@@ -154,18 +171,19 @@ func TestVariablesPinnedPerDeployment(t *testing.T) {
 
 func TestBusy(t *testing.T) {
 	mod := exampleModule(t)
-	h := newHost(t, Config{MaxConcurrent: 1})
+	h := newHost(t, Config{MaxConcurrent: 1, QueueTimeout: 20 * time.Millisecond})
 	ctx := context.Background()
 	if err := h.Load(ctx, Deployment{ID: "d", Module: mod}); err != nil {
 		t.Fatal(err)
 	}
-	h.sem <- struct{}{} // the only slot is taken
-	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
-	defer cancel()
-	if _, err := h.Call(cctx, "d", &Request{Method: "GET", Path: "/hello"}); !errors.Is(err, ErrBusy) {
+	release, err := h.slots.acquire(ctx, "prj_other", -1) // the only slot is taken
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Call(ctx, "d", &Request{Method: "GET", Path: "/hello"}); !errors.Is(err, ErrBusy) || errors.Is(err, ErrProjectBusy) {
 		t.Fatalf("err = %v, want ErrBusy", err)
 	}
-	<-h.sem
+	release()
 	if _, err := h.Call(ctx, "d", &Request{Method: "GET", Path: "/hello"}); err != nil {
 		t.Fatalf("after the slot frees: %v", err)
 	}
@@ -182,6 +200,8 @@ func TestConfigValidate(t *testing.T) {
 		{name: "memory below a page", cfg: Config{MemoryLimitBytes: 100}},
 		{name: "memory above 4 GiB", cfg: Config{MemoryLimitBytes: 8 << 30}},
 		{name: "negative bound", cfg: Config{MaxResponseBytes: -1}},
+		{name: "per-project share above the total", cfg: Config{MaxConcurrent: 4, MaxConcurrentPerProject: 5}},
+		{name: "negative per-project share", cfg: Config{MaxConcurrentPerProject: -1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,7 +1,7 @@
 // Command app is the example server app the runtime tests build and run:
 // it listens on $PORT, answers /health, shows its environment, and has
-// routes that crash it and that probe the sandbox (read a file, connect to
-// an address). Run with the argument "worker" it is a worker program: no
+// routes that crash it and that probe the sandbox (read, write or stat a
+// file, connect to an address). Run with the argument "worker" it is a worker program: no
 // port, a line on stdout per line it reads from a file in its directory.
 package main
 
@@ -57,11 +57,23 @@ func main() {
 		w.Write(b)
 	})
 	mux.HandleFunc("/write", func(w http.ResponseWriter, r *http.Request) {
-		if err := os.WriteFile(r.URL.Query().Get("path"), []byte("x"), 0o644); err != nil {
+		data := []byte("x")
+		if n, err := strconv.Atoi(r.URL.Query().Get("size")); err == nil && n > 0 {
+			data = make([]byte, n)
+		}
+		if err := os.WriteFile(r.URL.Query().Get("path"), data, 0o644); err != nil {
 			http.Error(w, "refused: "+err.Error(), http.StatusForbidden)
 			return
 		}
 		fmt.Fprint(w, "written")
+	})
+	mux.HandleFunc("/stat", func(w http.ResponseWriter, r *http.Request) {
+		fi, err := os.Stat(r.URL.Query().Get("path"))
+		if err != nil {
+			http.Error(w, "refused: "+err.Error(), http.StatusForbidden)
+			return
+		}
+		fmt.Fprint(w, fi.Mode().String())
 	})
 	mux.HandleFunc("/dial", func(w http.ResponseWriter, r *http.Request) {
 		c, err := net.DialTimeout("tcp", r.URL.Query().Get("addr"), 2*time.Second)

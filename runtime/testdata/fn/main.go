@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 )
 
 func main() {
@@ -44,6 +45,15 @@ func main() {
 		for {
 			n++
 		}
+	case "/sleep":
+		// Blocks in the host's poll_oneoff (the Go runtime's idle wait).
+		d, err := time.ParseDuration(query.Get("d"))
+		if err != nil {
+			reply(400, "text/plain", err.Error())
+			return
+		}
+		time.Sleep(d)
+		reply(200, "text/plain", "slept "+d.String()+"\n")
 	case "/alloc":
 		var keep [][]byte
 		for {
