@@ -68,8 +68,14 @@ func TestUploadRefusals(t *testing.T) {
 		if r := e.upload(up, "file", small); r.status != 404 || r.code() != "upload_url_unknown" {
 			t.Fatalf("replaced URL: %d %s", r.status, r.body)
 		}
+		var got ReceivedAnswer
 		if r := e.upload(ua.UploadURL, "file", small); r.status != 201 {
 			t.Fatalf("fresh URL: %d %s", r.status, r.body)
+		} else {
+			r.json(t, &got)
+		}
+		if got.ID != id || !got.Received || got.Status != StatusProcessing {
+			t.Fatalf("upload answer %+v, want id %s", got, id)
 		}
 		if a := e.asset(id); a.Status != StatusProcessing || a.Size != 500 {
 			t.Fatalf("asset %+v", a)
@@ -89,17 +95,27 @@ func TestUploadRefusals(t *testing.T) {
 			if r := e.upload(up, tc.field, tc.file); r.status != tc.status || r.code() != tc.code {
 				t.Fatalf("%d %s", r.status, r.body)
 			}
-			// The URL is used up, nothing arrived: the video still waits and
-			// a fresh URL is issued.
+			// A refused upload stores nothing: the video still waits, no
+			// file is kept, and the same URL takes the file.
 			if a := e.asset(id); a.Status != StatusPendingUpload || a.Size != 0 {
 				t.Fatalf("asset %+v", a)
 			}
-			if r := e.upload(up, "file", small); r.status != 410 || r.code() != "upload_url_used" {
-				t.Fatalf("reuse: %d %s", r.status, r.body)
+			for _, f := range []string{"source.part", sourceFile} {
+				if _, err := os.Stat(filepath.Join(e.svc.assetDir(id), f)); !os.IsNotExist(err) {
+					t.Fatalf("%s kept: %v", f, err)
+				}
 			}
-			e.must(200, ownerKey, "POST", "/api/media/"+id+"/upload", nil)
-			if _, err := os.Stat(filepath.Join(e.svc.assetDir(id), "source.part")); !os.IsNotExist(err) {
-				t.Fatalf("partial file kept: %v", err)
+			var got ReceivedAnswer
+			if r := e.upload(up, "file", small); r.status != 201 {
+				t.Fatalf("the URL after a refused upload: %d %s", r.status, r.body)
+			} else {
+				r.json(t, &got)
+			}
+			if got.ID != id {
+				t.Fatalf("upload answer %+v, want id %s", got, id)
+			}
+			if r := e.upload(up, "file", small); r.status != 410 || r.code() != "upload_url_used" {
+				t.Fatalf("reuse after the file arrived: %d %s", r.status, r.body)
 			}
 		})
 	}

@@ -53,7 +53,7 @@ type Asset struct {
 
 // Failure is why a video could not be processed.
 type Failure struct {
-	// Code is not_a_video, corrupt, too_long or interrupted.
+	// Code is unsupported_format, not_a_video, corrupt, too_long or interrupted.
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }

@@ -29,6 +29,7 @@ type UploadAnswer struct {
 
 // ReceivedAnswer is the answer of a completed upload.
 type ReceivedAnswer struct {
+	// ID is the video's asset id.
 	ID       string `json:"id"`
 	Status   string `json:"status"`
 	Received bool   `json:"received"`
@@ -74,11 +75,11 @@ func (h Handlers) Action(w http.ResponseWriter, r *http.Request) error {
 
 // Upload answers POST /media/uploads/{token}: the one-time upload URL.
 func (h Handlers) Upload(w http.ResponseWriter, r *http.Request) error {
-	tok := r.PathValue("token")
-	if err := h.S.Receive(r.Context(), tok, r); err != nil {
+	id, err := h.S.Receive(r.Context(), r.PathValue("token"), r)
+	if err != nil {
 		return err
 	}
-	api.WriteJSON(w, http.StatusCreated, ReceivedAnswer{Received: true, Status: StatusProcessing})
+	api.WriteJSON(w, http.StatusCreated, ReceivedAnswer{ID: id, Received: true, Status: StatusProcessing})
 	return nil
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/seal"
 	"github.com/svcplatform/platform/controlplane/store"
 	"github.com/svcplatform/platform/passhash"
+	"github.com/svcplatform/platform/runtime/sandbox"
 )
 
 const ownerKey = "test-owner-key-0123456789abcdef"
@@ -46,12 +47,20 @@ type env struct {
 	owner    *auth.Principal
 	project  string
 	cfg      Config
+	// sandbox runs ffprobe and ffmpeg (nil: directly).
+	sandbox sandbox.Sandbox
 }
 
 func newEnv(t *testing.T, plan plans.Name, cfg Config) *env {
 	t.Helper()
+	return newEnvWith(t, plan, cfg, nil)
+}
+
+// newEnvWith is newEnv processing videos in box.
+func newEnvWith(t *testing.T, plan plans.Name, cfg Config, box sandbox.Sandbox) *env {
+	t.Helper()
 	ctx := context.Background()
-	e := &env{t: t, dir: t.TempDir(), clock: clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)), cfg: cfg}
+	e := &env{t: t, dir: t.TempDir(), clock: clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)), cfg: cfg, sandbox: box}
 	var err error
 	if e.db, err = store.Open(ctx, storeDSN(t, filepath.Join(e.dir, "platform.db"))); err != nil {
 		t.Fatal(err)
@@ -95,15 +104,20 @@ func (e *env) start() {
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	e.projects.SetLogger(logger)
 	svc, err := New(context.Background(), cfg, Deps{DB: e.db, Clock: e.clock, Audit: e.audit, Meter: e.meter,
-		Projects: e.projects, Plans: e.accounts, Sealer: e.sealer, Logger: logger})
+		Projects: e.projects, Plans: e.accounts, Sealer: e.sealer, Logger: logger, Sandbox: e.sandbox})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.projects.AddDependent(svc)
 	e.projects.AddCounter(svc)
 	mux := http.NewServeMux()
-	api.Mount(mux, Routes(Handlers{S: svc}), api.MountOptions{Authn: e.accounts, Log: logger})
+	prj := projects.Handlers{S: e.projects}
+	api.Mount(mux, append(Routes(Handlers{S: svc}),
+		api.Route{Method: http.MethodGet, Path: "/api/projects/{id}", Op: auth.OpProjectRead, ProjectParam: "id", Handler: prj.Read},
+		api.Route{Method: http.MethodDelete, Path: "/api/projects/{id}", Op: auth.OpProjectDelete, ProjectParam: "id", Handler: prj.Delete},
+	), api.MountOptions{Authn: e.accounts, Log: logger})
 	ln.Config.Handler = mux
 	ln.Start()
 	e.svc, e.srv = svc, ln
@@ -264,12 +278,17 @@ func (e *env) asset(id string) Asset {
 	return a.Asset
 }
 
-// needTools skips a test when a program is absent, naming its Debian package.
+// needTools skips a test when a program is absent, naming its Debian
+// package; under CI (CI set) it fails instead.
 func needTools(t *testing.T, progs ...string) {
 	t.Helper()
-	pkg := map[string]string{"ffmpeg": "ffmpeg", "ffprobe": "ffmpeg", "nginx": "nginx", "chromium": "chromium"}
+	pkg := map[string]string{"ffmpeg": "ffmpeg", "ffprobe": "ffmpeg", "nginx": "nginx", "chromium": "chromium",
+		"bwrap": "bubblewrap", "prlimit": "util-linux"}
 	for _, p := range progs {
 		if _, err := exec.LookPath(p); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("CI: %s not installed: apt-get install %s", p, pkg[p])
+			}
 			t.Skipf("%s not installed: apt-get install %s", p, pkg[p])
 		}
 	}

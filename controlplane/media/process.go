@@ -79,26 +79,36 @@ func (s *Service) feed() {
 	}
 }
 
+// running is a video being processed.
+type running struct {
+	cancel context.CancelFunc
+	// done is closed when Process returns.
+	done chan struct{}
+}
+
 // Process turns an uploaded video into HLS. It is safe to call for any
 // asset id: anything not waiting in processing (or already being
-// processed here) is left alone. A file that is not a video, is corrupt or
-// runs over an hour fails with its reason; an interruption (shutdown,
-// missing ffmpeg) leaves the video processing to be resumed, and the
-// MaxAttempts-th start fails it as interrupted. A job runner may call it.
+// processed here) is left alone. A file in a container that is not
+// accepted, not a video, corrupt or over an hour fails with its reason; an
+// interruption (shutdown, missing ffmpeg) leaves the video processing to be
+// resumed, and the MaxAttempts-th start fails it as interrupted. A job
+// runner may call it.
 func (s *Service) Process(ctx context.Context, id string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	run := &running{cancel: cancel, done: make(chan struct{})}
 	s.mu.Lock()
 	if _, busy := s.running[id]; busy {
 		s.mu.Unlock()
 		return nil
 	}
-	s.running[id] = cancel
+	s.running[id] = run
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		delete(s.running, id)
 		s.mu.Unlock()
+		close(run.done)
 	}()
 
 	r, err := getRecord(ctx, s.d.DB, id)
@@ -122,29 +132,36 @@ func (s *Service) Process(ctx context.Context, id string) error {
 		return err
 	}
 	dir := s.assetDir(id)
-	src := filepath.Join(dir, "source")
-	if _, err := os.Stat(src); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, sourceFile)); err != nil {
 		return s.fail(ctx, r, FailInterrupted, "the uploaded file was lost before processing finished; upload it again to a new video")
 	}
-	tools := s.tools
-	pr, err := tools.Probe(ctx, src)
+	j, err := s.newJob(id)
+	if err != nil {
+		return err
+	}
+	defer j.close()
+	tools := j.tools
+	pr, err := tools.Probe(ctx, j.dir, sourceFile)
 	if err != nil {
 		return s.failWith(ctx, r, err)
 	}
 	if pr.Duration > MaxDuration {
 		return s.fail(ctx, r, FailTooLong, fmt.Sprintf("the video is %s long; the limit is one hour per upload", pr.Duration.Round(time.Second)))
 	}
-	tmp := filepath.Join(dir, "hls.tmp")
-	out, err := tools.HLS(ctx, src, tmp, pr, transcode.Options{SegmentSeconds: s.cfg.SegmentSeconds})
+	out, err := tools.HLS(ctx, j.dir, sourceFile, hlsTmpDir, pr, transcode.Options{SegmentSeconds: s.cfg.SegmentSeconds})
 	if err != nil {
-		os.RemoveAll(tmp)
+		os.RemoveAll(filepath.Join(j.dir, hlsTmpDir))
 		return s.failWith(ctx, r, err)
 	}
-	if err := tools.Poster(ctx, src, filepath.Join(tmp, transcode.PosterFile), pr); err != nil {
-		os.RemoveAll(tmp)
+	if err := tools.Poster(ctx, j.dir, sourceFile, filepath.Join(hlsTmpDir, transcode.PosterFile), pr); err != nil {
+		os.RemoveAll(filepath.Join(j.dir, hlsTmpDir))
 		return s.failWith(ctx, r, err)
 	}
-	final := filepath.Join(dir, "hls")
+	tmp, err := j.output(hlsTmpDir)
+	if err != nil {
+		return err
+	}
+	final := filepath.Join(dir, hlsDir)
 	os.RemoveAll(final)
 	if err := os.Rename(tmp, final); err != nil {
 		return fmt.Errorf("media: process %s: %w", id, err)
@@ -165,7 +182,7 @@ func (s *Service) Process(ctx context.Context, id string) error {
 		os.RemoveAll(final)
 		return err
 	}
-	os.Remove(src)
+	os.Remove(filepath.Join(dir, sourceFile))
 	s.meter(ctx, r, MetricMinutesProcessed, pr.Duration.Minutes(), now)
 	s.meter(ctx, r, MetricStoredBytes, float64(stored), now)
 	return nil
@@ -173,17 +190,38 @@ func (s *Service) Process(ctx context.Context, id string) error {
 
 // failWith fails r for a transcode error: the file's fault becomes a
 // failure with its reason; anything else (shutdown) is returned and the
-// video stays processing.
+// video stays processing. The reason names no host path.
 func (s *Service) failWith(ctx context.Context, r record, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("media: process %s interrupted: %w", r.ID, err)
+	case errors.Is(err, transcode.ErrFormat):
+		s.d.Logger.Info("media: container refused", "asset", r.ID, "err", err)
+		return s.fail(ctx, r, FailFormat, "the file is not a video container the platform reads: "+reason(err, transcode.ErrFormat)+
+			"; upload the video file itself (MP4/MOV, Matroska/WebM, MPEG-TS, MPEG-PS, AVI, FLV, Ogg or GIF)")
 	case errors.Is(err, transcode.ErrNotVideo):
-		return s.fail(ctx, r, FailNotVideo, "the file is not a video: "+strings.TrimPrefix(err.Error(), transcode.ErrNotVideo.Error()+": "))
+		return s.fail(ctx, r, FailNotVideo, "the file is not a video: "+s.scrub(reason(err, transcode.ErrNotVideo)))
 	case errors.Is(err, transcode.ErrCorrupt):
-		return s.fail(ctx, r, FailCorrupt, "the video could not be decoded: "+strings.TrimPrefix(err.Error(), transcode.ErrCorrupt.Error()+": "))
+		return s.fail(ctx, r, FailCorrupt, "the video could not be decoded: "+s.scrub(reason(err, transcode.ErrCorrupt)))
 	}
 	return fmt.Errorf("media: process %s: %w", r.ID, err)
+}
+
+// reason is err's words after its sentinel's.
+func reason(err, sentinel error) string {
+	return strings.TrimPrefix(err.Error(), sentinel.Error()+": ")
+}
+
+// scrub takes the platform's directories out of a program's words: the
+// programs are only told relative names, so this is a second guard.
+func (s *Service) scrub(msg string) string {
+	for _, d := range []string{s.cfg.WorkDir, s.cfg.Dir} {
+		if d != "" {
+			msg = strings.ReplaceAll(msg, d+string(filepath.Separator), "")
+			msg = strings.ReplaceAll(msg, d, "")
+		}
+	}
+	return msg
 }
 
 // fail records a failure and removes the video's files.
@@ -193,7 +231,9 @@ func (s *Service) fail(ctx context.Context, r record, code, msg string) error {
 		"status = ?", StatusProcessing); err != nil {
 		return err
 	}
-	os.RemoveAll(s.assetDir(r.ID))
+	if err := s.removeAll(s.assetDir(r.ID)); err != nil {
+		s.d.Logger.Error("media: remove a failed video's files", "asset", r.ID, "err", err)
+	}
 	return nil
 }
 

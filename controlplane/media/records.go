@@ -34,6 +34,9 @@ const (
 	FailCorrupt     = "corrupt"
 	FailTooLong     = "too_long"
 	FailInterrupted = "interrupted"
+	// FailFormat: the container is not one that holds its own media (a
+	// playlist, a list of other files, ...); nothing else of it was read.
+	FailFormat = "unsupported_format"
 )
 
 // record is one media_assets row.

@@ -25,6 +25,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/seal"
 	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/runtime/sandbox"
 )
 
 // Limits and defaults (the spec gives the hour; the rest are ours).
@@ -70,6 +71,13 @@ type Config struct {
 	RescanEvery time.Duration `json:"rescanEvery"`
 	// NoWorkers starts no pool: a job runner calls Process (tests, too).
 	NoWorkers bool `json:"noWorkers"`
+	// WorkDir is where videos are processed when Deps.Sandbox isolates:
+	// one directory per job holding a link to its source and the output,
+	// the only directory the sandboxed ffprobe and ffmpeg see. It must lie
+	// outside the data directory (which sandboxed programs cannot reach),
+	// every directory above it passable by others (o+x); it is created
+	// 0711. Required with a sandbox, unused without.
+	WorkDir string `json:"workDir"`
 	// Live configures live channels (nil: live channels answer 503).
 	Live *LiveConfig `json:"live,omitempty"`
 }
@@ -142,6 +150,10 @@ type Deps struct {
 	Sealer *seal.Sealer
 	// Logger receives what goes wrong in the background.
 	Logger *slog.Logger
+	// Sandbox runs ffprobe and ffmpeg (see JobSandbox): unprivileged, no
+	// network, only the job's directory. nil or sandbox.None: they run as
+	// children of the platform.
+	Sandbox sandbox.Sandbox
 }
 
 // Service is the media area.
@@ -159,9 +171,14 @@ type Service struct {
 	queue  chan string
 	wg     sync.WaitGroup
 
-	mu sync.Mutex
-	// running maps a video being processed to the cancel of its job.
-	running map[string]context.CancelFunc
+	// removeAll removes a directory tree (os.RemoveAll; tests make it fail).
+	removeAll func(string) error
+
+	// claimMu serialises claims of upload URLs with the receiving set.
+	claimMu sync.Mutex
+	mu      sync.Mutex
+	// running maps a video being processed to its job.
+	running map[string]*running
 	// receiving are videos whose file is arriving now.
 	receiving map[string]bool
 
@@ -175,6 +192,9 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if sandboxed(d.Sandbox) && cfg.WorkDir == "" {
+		return nil, errors.New("media: processing in a sandbox needs a work directory (Config.WorkDir) outside the data directory")
+	}
 	if d.DB == nil || d.Clock == nil || d.Audit == nil || d.Projects == nil || d.Plans == nil {
 		return nil, errors.New("media: missing dependencies")
 	}
@@ -184,8 +204,16 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "assets"), 0o755); err != nil {
 		return nil, fmt.Errorf("media: %w", err)
 	}
-	s := &Service{cfg: cfg, d: d, kick: make(chan struct{}, 1), queue: make(chan string),
-		running: map[string]context.CancelFunc{}, receiving: map[string]bool{}}
+	if sandboxed(d.Sandbox) {
+		if err := os.MkdirAll(cfg.WorkDir, 0o711); err != nil {
+			return nil, fmt.Errorf("media: work directory: %w", err)
+		}
+		if err := os.Chmod(cfg.WorkDir, 0o711); err != nil {
+			return nil, fmt.Errorf("media: work directory: %w", err)
+		}
+	}
+	s := &Service{cfg: cfg, d: d, kick: make(chan struct{}, 1), queue: make(chan string), removeAll: os.RemoveAll,
+		running: map[string]*running{}, receiving: map[string]bool{}}
 	s.tools, s.toolsErr = transcode.Find()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if cfg.Live != nil {

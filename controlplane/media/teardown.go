@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/svcplatform/platform/controlplane/projects"
 )
@@ -22,7 +21,10 @@ func (s *Service) Name() string { return "media" }
 func (s *Service) Blockers(context.Context, string) ([]projects.Blocker, error) { return nil, nil }
 
 // Remove deletes every video and live channel of a project: processing is
-// stopped, files go, then rows. Safe to call again after a partial failure.
+// stopped, files go, then the rows. An asset whose files could not all be
+// removed keeps its row, so calling Remove again (a retried project
+// delete) finds it and tries again; the error names the asset
+// (projects.LeftBehind), the host paths stay in the wrapped error.
 func (s *Service) Remove(ctx context.Context, projectID string) error {
 	rs, err := queryRecords(ctx, s.d.DB, `project_id = ?`, projectID)
 	if err != nil {
@@ -30,26 +32,41 @@ func (s *Service) Remove(ctx context.Context, projectID string) error {
 	}
 	var errs []error
 	for _, r := range rs {
-		errs = append(errs, s.removeAsset(ctx, r))
+		if err := s.removeAsset(ctx, r); err != nil {
+			errs = append(errs, projects.LeftBehind("media asset "+r.ID, err))
+		}
 	}
 	return errors.Join(errs...)
 }
 
-// removeAsset stops and deletes one asset.
+// removeAsset stops and deletes one asset: its processing job (waited
+// for, so it writes nothing afterwards), its files, then its row.
 func (s *Service) removeAsset(ctx context.Context, r record) error {
 	s.mu.Lock()
-	if cancel, ok := s.running[r.ID]; ok {
-		cancel()
-	}
+	run := s.running[r.ID]
 	s.mu.Unlock()
-	if _, err := s.d.DB.ExecContext(ctx, `DELETE FROM media_assets WHERE id = ?`, r.ID); err != nil {
-		return fmt.Errorf("media: remove %s: %w", r.ID, err)
+	if run != nil {
+		run.cancel()
+		select {
+		case <-run.done:
+		case <-ctx.Done():
+			return fmt.Errorf("media: remove %s: %w", r.ID, ctx.Err())
+		}
 	}
-	if err := os.RemoveAll(s.assetDir(r.ID)); err != nil {
-		return fmt.Errorf("media: remove %s files: %w", r.ID, err)
+	dirs := []string{s.assetDir(r.ID)}
+	if d := s.jobDir(r.ID); d != "" {
+		dirs = append(dirs, d)
 	}
 	if r.Kind == KindLive && s.live != nil {
-		os.RemoveAll(s.live.channelDir(r.ID))
+		dirs = append(dirs, s.live.channelDir(r.ID))
+	}
+	for _, d := range dirs {
+		if err := s.removeAll(d); err != nil {
+			return fmt.Errorf("media: remove %s files: %w", r.ID, err)
+		}
+	}
+	if _, err := s.d.DB.ExecContext(ctx, `DELETE FROM media_assets WHERE id = ?`, r.ID); err != nil {
+		return fmt.Errorf("media: remove %s: %w", r.ID, err)
 	}
 	return nil
 }

@@ -39,14 +39,20 @@ func validToken(tok string) bool {
 	return true
 }
 
-// claim marks the upload URL of tok used and returns its asset id. A used,
-// expired or unknown URL is refused.
+// errUploadInProgress refuses a second upload while a file arrives.
+var errUploadInProgress = api.Conflict("upload_in_progress", "a file is arriving at this upload URL now")
+
+// claim marks the upload URL of tok taken and its video receiving, and
+// returns the video's id. A used, expired or unknown URL is refused, and
+// one whose file is arriving now is 409 upload_in_progress.
 func (s *Service) claim(ctx context.Context, tok string) (string, error) {
 	if !validToken(tok) {
 		return "", ErrUploadUnknown
 	}
 	h := hashToken(tok)
 	now := s.d.Clock.Now()
+	s.claimMu.Lock()
+	defer s.claimMu.Unlock()
 	var id string
 	err := s.d.DB.Tx(ctx, func(tx *sql.Tx) error {
 		rs, err := queryRecords(ctx, tx, `upload_token_hash = ?`, h)
@@ -57,7 +63,12 @@ func (s *Service) claim(ctx context.Context, tok string) (string, error) {
 			return ErrUploadUnknown
 		}
 		r := rs[0]
+		s.mu.Lock()
+		busy := s.receiving[r.ID]
+		s.mu.Unlock()
 		switch {
+		case busy:
+			return errUploadInProgress
 		case !r.UploadClaimedAt.IsZero() || r.Status != StatusPendingUpload:
 			return ErrUploadUsed
 		case !now.Before(r.UploadExpiresAt):
@@ -67,56 +78,78 @@ func (s *Service) claim(ctx context.Context, tok string) (string, error) {
 		_, err = update(ctx, tx, r.ID, map[string]any{"upload_claimed_at": now, "updated_at": now}, "")
 		return err
 	})
-	return id, err
-}
-
-// Receive takes the file of the upload URL tok from a multipart/form-data
-// request (field file), streaming it to disk. The URL is used up at the
-// start: a second upload to it is refused even if this one fails. A
-// complete file moves the video to processing and wakes the pool.
-func (s *Service) Receive(ctx context.Context, tok string, r *http.Request) error {
-	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
-		return api.Invalid("send the file as multipart/form-data with the field file")
-	}
-	id, err := s.claim(ctx, tok)
 	if err != nil {
-		return err
+		return "", err
 	}
 	s.mu.Lock()
 	s.receiving[id] = true
 	s.mu.Unlock()
+	return id, nil
+}
+
+// release gives back the upload URL of tok after a refused upload (nothing
+// was stored), unless a fresh URL replaced it meanwhile.
+func (s *Service) release(ctx context.Context, id, tok string) {
+	ctx = context.WithoutCancel(ctx)
+	if _, err := update(ctx, s.d.DB, id, map[string]any{"upload_claimed_at": ""},
+		"status = ? AND upload_token_hash = ?", StatusPendingUpload, hashToken(tok)); err != nil {
+		s.d.Logger.Error("media: release upload URL", "asset", id, "err", err)
+	}
+}
+
+// Receive takes the file of the upload URL tok from a multipart/form-data
+// request (field file), streaming it to disk, and returns the video's id.
+// The URL is used up when the file has arrived completely: a refused
+// upload (no field file, an empty or too large file, a broken body) stores
+// nothing and leaves the URL usable. While a file arrives, another upload
+// to the URL is 409. A complete file moves the video to processing and
+// wakes the pool.
+func (s *Service) Receive(ctx context.Context, tok string, r *http.Request) (string, error) {
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
+		return "", api.Invalid("send the file as multipart/form-data with the field file")
+	}
+	id, err := s.claim(ctx, tok)
+	if err != nil {
+		return "", err
+	}
+	complete := false
 	defer func() {
+		if !complete {
+			s.release(ctx, id, tok)
+		}
 		s.mu.Lock()
 		delete(s.receiving, id)
 		s.mu.Unlock()
 	}()
 	dir := s.assetDir(id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return api.Internal(fmt.Errorf("media: upload dir: %w", err))
+		return "", api.Internal(fmt.Errorf("media: upload dir: %w", err))
 	}
 	part := filepath.Join(dir, "source.part")
 	n, err := s.copyFile(r, part)
 	if err != nil {
 		os.Remove(part)
-		return err
+		return "", err
 	}
-	if err := os.Rename(part, filepath.Join(dir, "source")); err != nil {
+	if err := os.Rename(part, filepath.Join(dir, sourceFile)); err != nil {
 		os.Remove(part)
-		return api.Internal(fmt.Errorf("media: upload: %w", err))
+		return "", api.Internal(fmt.Errorf("media: upload: %w", err))
 	}
 	now := s.d.Clock.Now()
 	ok, err := update(ctx, s.d.DB, id, map[string]any{"status": StatusProcessing, "source_bytes": n, "uploaded_at": now,
 		"attempts": 0, "updated_at": now}, "status = ? AND upload_token_hash = ?", StatusPendingUpload, hashToken(tok))
 	if err != nil {
-		return err
+		os.Remove(filepath.Join(dir, sourceFile))
+		return "", err
 	}
 	if !ok { // deleted meanwhile
 		os.RemoveAll(dir)
-		return errNotFound
+		return "", errNotFound
 	}
+	complete = true
 	s.wake()
-	return nil
+	return id, nil
 }
 
 // copyFile streams the multipart field file to path and returns its size.

@@ -167,6 +167,19 @@ func TestVideoFailures(t *testing.T) {
 	long := genMedia(t, dir, "long.mp4", "-f", "lavfi", "-i", "color=c=blue:size=32x32:rate=1:duration=3660",
 		"-c:v", "libx264", "-preset", "ultrafast", "-g", "600", "-pix_fmt", "yuv420p")
 	image := genMedia(t, dir, "still.png", "-f", "lavfi", "-i", "testsrc=size=64x64", "-frames:v", "1")
+	// Containers that make ffmpeg read other files of the host: without
+	// the container check the first became a ready video of the host's.
+	hostVideo := clip(t, dir)
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	playlistOfVideo := write("video.m3u8", "#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXTINF:6,\n"+hostVideo+"\n#EXT-X-ENDLIST\n")
+	playlistOfPasswd := write("passwd.m3u8", "#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\n/etc/passwd\n#EXT-X-ENDLIST\n")
+	concat := write("list.ffconcat", "ffconcat version 1.0\nfile "+hostVideo+"\n")
 	for _, tc := range []struct {
 		name, file, code string
 	}{
@@ -174,6 +187,9 @@ func TestVideoFailures(t *testing.T) {
 		{"image", image, FailNotVideo},
 		{"truncated", corrupt, ""},
 		{"61 minutes", long, FailTooLong},
+		{"playlist of a host video", playlistOfVideo, FailFormat},
+		{"playlist of /etc/passwd", playlistOfPasswd, FailFormat},
+		{"concat list of a host video", concat, FailFormat},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id, up := e.createVideo(tc.name)
@@ -192,6 +208,10 @@ func TestVideoFailures(t *testing.T) {
 			}
 			if tc.code == "" && a.Failure.Code != FailNotVideo && a.Failure.Code != FailCorrupt {
 				t.Fatalf("failure %+v", a.Failure)
+			}
+			// The answer names no host path.
+			if r := e.must(200, ownerKey, "GET", "/api/media/"+id, nil); strings.Contains(string(r.body), e.dir) || strings.Contains(string(r.body), dir) {
+				t.Fatalf("asset names a host path: %s", r.body)
 			}
 			if _, err := os.Stat(e.svc.assetDir(id)); !os.IsNotExist(err) {
 				t.Fatalf("files kept after failure: %v", err)

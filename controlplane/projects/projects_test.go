@@ -242,14 +242,19 @@ func TestDeleteProject(t *testing.T) {
 
 	// A part fails: 502 teardown_incomplete, project kept as teardown_failed,
 	// only reads and deletes accepted.
-	dep.fail = errors.New("disk on fire")
+	// The answer and teardownError name what is left, never the error's
+	// words (a host path).
+	hostDir := t.TempDir()
+	dep.fail = projects.LeftBehind("widget w1", fmt.Errorf("remove %s/w1: disk on fire", hostDir))
 	r = env.Owner.Do("DELETE", path, nil)
-	if r.Status != 502 || r.ErrorCode() != "teardown_incomplete" {
+	if r.Status != 502 || r.ErrorCode() != "teardown_incomplete" || !strings.Contains(string(r.Body), "widget w1") ||
+		strings.Contains(string(r.Body), hostDir) {
 		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 	var d projects.Detail
 	env.Owner.Must(200, "GET", path, nil).JSON(t, &d)
-	if d.Project.Status != projects.StatusTeardownFailed || !strings.Contains(d.Project.TeardownError, "disk on fire") {
+	if d.Project.Status != projects.StatusTeardownFailed || !strings.Contains(d.Project.TeardownError, "widget w1") ||
+		strings.Contains(d.Project.TeardownError, hostDir) {
 		t.Fatalf("project %+v", d.Project)
 	}
 	var repo struct{ Repo struct{ ID string } }
@@ -311,9 +316,11 @@ func TestDeletePermissions(t *testing.T) {
 			env.Member("d@example.com", "developer")
 			return env.SignIn("d@example.com", "a long password 1", "")
 		}, 403},
-		// "Deleting a project needs an admin or a full workspace key":
-		// whoever's the key is.
-		{"developer's full workspace key", func(string) *cptest.Client { return env.Member("d2@example.com", "developer") }, 200},
+		// "Deleting a project needs an admin or a full workspace key": the
+		// key of a member who may delete; a key never does more than its
+		// member's role.
+		{"developer's full workspace key", func(string) *cptest.Client { return env.Member("d2@example.com", "developer") }, 403},
+		{"viewer's full workspace key", func(string) *cptest.Client { return env.Member("v2@example.com", "viewer") }, 403},
 		{"viewer's read-only key", func(string) *cptest.Client {
 			v := env.Member("v@example.com", "viewer")
 			var out struct {
@@ -331,6 +338,46 @@ func TestDeletePermissions(t *testing.T) {
 			id := env.CreateProject(fmt.Sprint("p ", tc.name))
 			if r := tc.caller(id).Do("DELETE", "/api/projects/"+id, nil); r.Status != tc.status {
 				t.Fatalf("%d %s, want %d", r.Status, r.Body, tc.status)
+			}
+		})
+	}
+}
+
+// TestTeardownMessages checks what a failed Remove shows: the resources
+// it names with LeftBehind, or a general sentence; never its own words.
+func TestTeardownMessages(t *testing.T) {
+	hostDir := t.TempDir()
+	pathErr := fmt.Errorf("unlinkat %s/x: permission denied", hostDir)
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"plain error", pathErr, "widgets: some resources could not be removed (the server log has the details)"},
+		{"one resource", projects.LeftBehind("widget w1", pathErr), "widgets: could not remove widget w1"},
+		{"joined", errors.Join(projects.LeftBehind("widget w1", pathErr), pathErr, projects.LeftBehind("widget w2", pathErr)),
+			"widgets: could not remove widget w1, widget w2"},
+		{"wrapped join", fmt.Errorf("widgets: %w", errors.Join(projects.LeftBehind("widget w1", pathErr), projects.LeftBehind("widget w1", pathErr))),
+			"widgets: could not remove widget w1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := cptest.New(t)
+			env.CP.Projects.AddDependent(&dependent{fail: tc.err})
+			id := env.CreateProject("doomed")
+			r := env.Owner.Do("DELETE", "/api/projects/"+id, nil)
+			var body struct {
+				Error struct {
+					Failed []string `json:"failed"`
+				} `json:"error"`
+			}
+			r.JSON(t, &body)
+			if r.Status != 502 || strings.Contains(string(r.Body), hostDir) || len(body.Error.Failed) != 1 || body.Error.Failed[0] != tc.want {
+				t.Fatalf("%d %s, want failed [%q]", r.Status, r.Body, tc.want)
+			}
+			var d projects.Detail
+			env.Owner.Must(200, "GET", "/api/projects/"+id, nil).JSON(t, &d)
+			if d.Project.TeardownError != tc.want {
+				t.Fatalf("teardownError %q, want %q", d.Project.TeardownError, tc.want)
 			}
 		})
 	}

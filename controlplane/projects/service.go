@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/mail"
 	"net/url"
 	"strconv"
@@ -53,6 +54,7 @@ type Service struct {
 	deployments Deployments
 	dependents  []Dependent
 	counters    map[string]Counter
+	log         *slog.Logger
 }
 
 // New returns the projects service over the platform's SQL database.

@@ -81,10 +81,11 @@ type Output struct {
 	Bytes int64
 }
 
-// HLS encodes src into outDir: one directory per rung holding index.m3u8
-// and its .ts segments, and master.m3u8 naming them all with their
-// bandwidth and resolution. outDir is emptied first.
-func (t Tools) HLS(ctx context.Context, src, outDir string, p Probe, o Options) (Output, error) {
+// HLS encodes src into out, both relative to dir: one directory per rung
+// holding index.m3u8 and its .ts segments, and master.m3u8 naming them all
+// with their bandwidth and resolution. out is emptied first. src is read
+// with the demuxer p was probed with, through the file protocol only.
+func (t Tools) HLS(ctx context.Context, dir, src, out string, p Probe, o Options) (Output, error) {
 	seg := o.SegmentSeconds
 	if seg == 0 {
 		seg = DefaultSegmentSeconds
@@ -92,8 +93,16 @@ func (t Tools) HLS(ctx context.Context, src, outDir string, p Probe, o Options) 
 	if seg < 2 || seg > 6 {
 		return Output{}, fmt.Errorf("transcode: segment length %d s outside 2-6 s", seg)
 	}
+	in, err := p.inputArgs()
+	if err != nil {
+		return Output{}, err
+	}
+	if !filepath.IsLocal(src) || !filepath.IsLocal(out) {
+		return Output{}, fmt.Errorf("transcode: hls: %q and %q must be relative to the job directory", src, out)
+	}
+	outDir := filepath.Join(dir, out)
 	if err := os.RemoveAll(outDir); err != nil {
-		return Output{}, fmt.Errorf("transcode: clear %s: %w", outDir, err)
+		return Output{}, fmt.Errorf("transcode: clear %s: %w", out, err)
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return Output{}, fmt.Errorf("transcode: %w", err)
@@ -107,8 +116,8 @@ func (t Tools) HLS(ctx context.Context, src, outDir string, p Probe, o Options) 
 	for i, r := range rungs {
 		fmt.Fprintf(&filter, ";[s%d]scale=-2:%d,format=yuv420p[v%d]", i, r.Height, i)
 	}
-	args := []string{"-hide_banner", "-nostdin", "-nostats", "-loglevel", "error", "-y", "-i", src,
-		"-filter_complex", filter.String()}
+	args := append([]string{"-hide_banner", "-nostdin", "-nostats", "-loglevel", "error", "-y"}, in...)
+	args = append(args, "-i", "file:"+src, "-filter_complex", filter.String())
 	var streamMap []string
 	for i, r := range rungs {
 		args = append(args, "-map", fmt.Sprintf("[v%d]", i))
@@ -135,11 +144,11 @@ func (t Tools) HLS(ctx context.Context, src, outDir string, p Probe, o Options) 
 	args = append(args,
 		"-f", "hls", "-hls_time", strconv.Itoa(seg), "-hls_playlist_type", "vod", "-hls_flags", "independent_segments",
 		"-hls_segment_type", "mpegts",
-		"-hls_segment_filename", filepath.Join(outDir, "%v", "seg_%04d.ts"),
+		"-hls_segment_filename", filepath.Join(out, "%v", "seg_%04d.ts"),
 		"-master_pl_name", MasterPlaylist,
 		"-var_stream_map", strings.Join(streamMap, " "),
-		filepath.Join(outDir, "%v", "index.m3u8"))
-	if _, err := run(t.command(ctx, t.FFmpeg, args...)); err != nil {
+		filepath.Join(out, "%v", "index.m3u8"))
+	if _, _, err := t.run(ctx, dir, t.FFmpeg, args...); err != nil {
 		if ctx.Err() != nil {
 			return Output{}, fmt.Errorf("transcode: hls: %w", ctx.Err())
 		}
@@ -155,14 +164,23 @@ func (t Tools) HLS(ctx context.Context, src, outDir string, p Probe, o Options) 
 // PosterFile is the file name of the poster image.
 const PosterFile = "poster.jpg"
 
-// Poster writes a JPEG frame of src, taken at a tenth of its duration (at
-// most 5 s in), scaled to at most 720 lines.
-func (t Tools) Poster(ctx context.Context, src, dst string, p Probe) error {
+// Poster writes a JPEG frame of src to dst, both relative to dir, taken
+// at a tenth of its duration (at most 5 s in), scaled to at most 720
+// lines. src is read as HLS reads it.
+func (t Tools) Poster(ctx context.Context, dir, src, dst string, p Probe) error {
+	in, err := p.inputArgs()
+	if err != nil {
+		return err
+	}
+	if !filepath.IsLocal(src) || !filepath.IsLocal(dst) {
+		return fmt.Errorf("transcode: poster: %q and %q must be relative to the job directory", src, dst)
+	}
 	at := min(p.Duration/10, 5*time.Second)
 	h := min(p.Height&^1, 720)
-	args := []string{"-hide_banner", "-nostdin", "-loglevel", "error", "-y", "-ss", fmt.Sprintf("%.3f", at.Seconds()), "-i", src,
-		"-frames:v", "1", "-vf", fmt.Sprintf("scale=-2:%d", max(h, 2)), "-q:v", "4", "-threads", strconv.Itoa(t.threads()), dst}
-	if _, err := run(t.command(ctx, t.FFmpeg, args...)); err != nil {
+	args := append([]string{"-hide_banner", "-nostdin", "-loglevel", "error", "-y", "-ss", fmt.Sprintf("%.3f", at.Seconds())}, in...)
+	args = append(args, "-i", "file:"+src,
+		"-frames:v", "1", "-vf", fmt.Sprintf("scale=-2:%d", max(h, 2)), "-q:v", "4", "-threads", strconv.Itoa(t.threads()), dst)
+	if _, _, err := t.run(ctx, dir, t.FFmpeg, args...); err != nil {
 		return fmt.Errorf("%w: no poster frame (%v)", ErrCorrupt, err)
 	}
 	return nil

@@ -1,7 +1,11 @@
 // Package transcode turns an uploaded video into HLS with Debian's ffmpeg:
 // it measures a file with ffprobe, encodes an adaptive ladder of H.264 +
-// AAC renditions with a master playlist, and takes a poster frame. Every
-// program runs at low CPU priority so the edge stays responsive.
+// AAC renditions with a master playlist, and takes a poster frame. Only
+// containers that hold their own media are read (Demuxers): ffprobe refuses
+// any other, every later run forces the probed demuxer, and every run opens
+// inputs through the file protocol only. Programs run at low CPU priority
+// through a Runner (a sandbox in production) with their working directory
+// as the only directory they are told about.
 package transcode
 
 import (
@@ -9,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 )
@@ -21,16 +26,48 @@ var (
 	ErrNotVideo = errors.New("transcode: not a video")
 	// ErrCorrupt means the file looks like a video but cannot be decoded.
 	ErrCorrupt = errors.New("transcode: corrupt video")
+	// ErrFormat means the file's container is not one of Demuxers: a
+	// playlist, a list of other files, or a format that opens further
+	// inputs. Nothing else of the file is read.
+	ErrFormat = errors.New("transcode: container not accepted")
 )
 
-// Tools locates the programs.
+// Runner runs one program. argv[0] is the program's absolute path; every
+// path in argv is relative to dir, the program's working directory and the
+// only directory it needs to read or write.
+type Runner interface {
+	Run(ctx context.Context, dir string, argv []string, stdout, stderr io.Writer) error
+}
+
+// Direct runs programs as children of the platform, with its uid and view
+// of the machine (development, and the none sandbox).
+type Direct struct{}
+
+var _ Runner = Direct{}
+
+// Env is the whole environment the programs get: nothing of the
+// platform's own.
+var Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C"}
+
+// Run implements Runner. Cancelling ctx kills the program.
+func (Direct) Run(ctx context.Context, dir string, argv []string, stdout, stderr io.Writer) error {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = Env
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	return cmd.Run()
+}
+
+// Tools locates the programs and says how they run.
 type Tools struct {
-	// FFmpeg and FFprobe are the program paths ("ffmpeg", "ffprobe" on PATH when empty).
+	// FFmpeg and FFprobe are the program paths (absolute; Find resolves them).
 	FFmpeg, FFprobe string
 	// Nice is the niceness the programs run at (DefaultNice when 0; negative for none).
 	Nice int
 	// Threads bounds the encoder's threads per job (DefaultThreads when 0).
 	Threads int
+	// Runner runs the programs (Direct when nil).
+	Runner Runner
 }
 
 // Defaults of Tools.
@@ -59,29 +96,32 @@ func (t Tools) threads() int {
 	return t.Threads
 }
 
-// command builds prog args, under nice when it is available.
-func (t Tools) command(ctx context.Context, prog string, args ...string) *exec.Cmd {
+// argv is prog args, under nice when it is available.
+func (t Tools) argv(prog string, args ...string) []string {
 	nice := t.Nice
 	if nice == 0 {
 		nice = DefaultNice
 	}
 	if nice > 0 {
 		if n, err := exec.LookPath("nice"); err == nil {
-			return exec.CommandContext(ctx, n, append([]string{"-n", fmt.Sprint(nice), prog}, args...)...)
+			return append([]string{n, "-n", fmt.Sprint(nice), prog}, args...)
 		}
 	}
-	return exec.CommandContext(ctx, prog, args...)
+	return append([]string{prog}, args...)
 }
 
-// run runs a command and returns its stdout; a failure carries the last
-// lines of stderr.
-func run(cmd *exec.Cmd) ([]byte, error) {
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return out.Bytes(), fmt.Errorf("%w: %s", err, lastLines(errb.String(), 3))
+// run runs prog in dir and returns its stdout; a failure carries the last
+// lines of stderr, which is returned too.
+func (t Tools) run(ctx context.Context, dir, prog string, args ...string) ([]byte, string, error) {
+	r := t.Runner
+	if r == nil {
+		r = Direct{}
 	}
-	return out.Bytes(), nil
+	var out, errb bytes.Buffer
+	if err := r.Run(ctx, dir, t.argv(prog, args...), &out, &errb); err != nil {
+		return out.Bytes(), errb.String(), fmt.Errorf("%w: %s", err, lastLines(errb.String(), 3))
+	}
+	return out.Bytes(), errb.String(), nil
 }
 
 // lastLines returns the last n non-empty lines of s, joined by "; ".
