@@ -73,10 +73,10 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 	}
 	switch res.State {
 	case cache.Hit:
-		e.respondShared(ctx, res.Entry, valHit, p)
+		e.respondShared(ctx, st, res.Entry, valHit, p)
 		return
 	case cache.StaleWhileRevalidate: // RFC 5861 §3
-		e.respondShared(ctx, res.Entry, valStale, p)
+		e.respondShared(ctx, st, res.Entry, valStale, p)
 		if res.Refresh {
 			e.refresh(ctx, st, res.Entry, client)
 		}
@@ -110,7 +110,7 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 	if res.State == cache.Revalidate && resp.StatusCode() == fasthttp.StatusNotModified {
 		if ent, ok := e.cache.Revalidated(req, res.Entry, resp, sent, received); ok {
 			fasthttp.ReleaseResponse(resp)
-			e.respondShared(ctx, ent, valRevalidated, p)
+			e.respondShared(ctx, st, ent, valRevalidated, p)
 			return
 		}
 		// The 304 names another representation: ask again without
@@ -133,7 +133,7 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 		if ent, ok := e.cache.StaleOnError(req, res, status); ok {
 			fasthttp.ReleaseResponse(resp)
 			e.metrics.staleServed.Inc()
-			e.respondShared(ctx, ent, valStale, p)
+			e.respondShared(ctx, st, ent, valStale, p)
 			return
 		}
 	}
@@ -163,6 +163,7 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 	rh := &ctx.Response.Header
 	resp.Header.CopyTo(rh)
 	stripHopByHop(rh)
+	scopeCookies(rh, st.host)    // setcookie.go: cookies stay on this site
 	cache.KeepDate(rh, received) // the origin's Date, unchanged (RFC 9110 §6.6.1)
 	cache.StripTargeted(rh)      // CDN-Cache-Control is for this cache only (RFC 9213)
 	rh.SetCanonical(hdrXCache, valMiss)
@@ -201,7 +202,7 @@ func (e *Edge) failed(ctx *fasthttp.RequestCtx, st *site, p proto, res cache.Res
 			e.metrics.staleServed.Inc()
 			e.log.Warn("edge: origin failed; served a stored response", "site", st.host, "kind", st.kind.String(),
 				"origin", st.dep.origin.base, "err", err)
-			e.respondShared(ctx, ent, valStale, p)
+			e.respondShared(ctx, st, ent, valStale, p)
 			return
 		}
 	}
@@ -336,11 +337,14 @@ func splitTokens(v []byte) [][]byte {
 
 // respondShared answers from a shared-cache entry: 304 when the visitor's
 // own validators match it, 206 or 416 for a Range, else the whole stored
-// response, with the origin's Date and the entry's Age. It does not
+// response, with the origin's Date and the entry's Age. A stored response
+// never sets a cookie, but one revalidated by a 304 carries the 304's
+// fields, which may: they are scoped to st like any origin's. It does not
 // allocate.
-func (e *Edge) respondShared(ctx *fasthttp.RequestCtx, ent *cache.SharedEntry, xcache []byte, p proto) {
+func (e *Edge) respondShared(ctx *fasthttp.RequestCtx, st *site, ent *cache.SharedEntry, xcache []byte, p proto) {
 	ent.RespondTo(&ctx.Response, &ctx.Request.Header, e.now())
 	rh := &ctx.Response.Header
+	scopeCookies(rh, st.host)
 	rh.SetCanonical(hdrXCache, xcache)
 	e.securityHeaders(rh, p, true)
 }

@@ -95,11 +95,13 @@ func (e *Edge) upgrade(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p 
 		rh := &ctx.Response.Header
 		resp.Header.CopyTo(rh)
 		stripHopByHop(rh)
+		scopeCookies(rh, st.host)
 		rh.SetCanonical(hdrXCache, valMiss)
 		e.securityHeaders(rh, p, true)
 		ctx.Response.SetBody(resp.Body())
 		return
 	}
+	scopeCookies(&resp.Header, st.host) // the 101's cookies too
 	head := append([]byte(nil), resp.Header.Header()...)
 	oc.SetDeadline(time.Time{})
 	ctx.Response.SetStatusCode(fasthttp.StatusSwitchingProtocols) // counted and logged as 101

@@ -1,9 +1,14 @@
 // Package netguard keeps the platform's outgoing requests to addresses that
 // users name (app and function origins, webhook URLs) off the platform's own
-// network: loopback, private (RFC 1918, fc00::/7), link-local, unspecified,
-// multicast and shared (RFC 6598) addresses are refused unless the operator
-// allows private networks (--allow-private-networks, for tests and local
-// development); the platform's own listeners are refused always.
+// network. Its table is the IANA IPv4 and IPv6 Special-Purpose Address
+// Registries: every block that is not globally reachable (loopback,
+// private, shared, link-local, documentation, benchmarking, reserved,
+// discard, ...) is refused, as are multicast and IPv6 outside global
+// unicast (2000::/3), unless the operator allows private networks
+// (--allow-private-networks, for tests and local development). Addresses
+// that carry an IPv4 address (IPv4-mapped, NAT64 64:ff9b::/96, 6to4) are
+// judged by that IPv4 address. The platform's own listeners are refused
+// always.
 //
 // The check that matters runs at connect time on the address a name
 // resolved to (Dialer sets net.Dialer.Control), so a name that resolves to a
@@ -36,66 +41,6 @@ var ErrInvalidURL = errors.New("netguard: invalid URL")
 // lookupTimeout bounds the name resolution of CheckURL.
 const lookupTimeout = 3 * time.Second
 
-// Ranges refused besides those the netip predicates name (loopback,
-// private, link-local, unspecified, multicast).
-var extraBlocked = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),       // "this network" (RFC 791): 0.x reaches the host itself on Linux
-	netip.MustParsePrefix("100.64.0.0/10"),   // shared address space, carrier-grade NAT (RFC 6598)
-	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments (RFC 6890)
-	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking (RFC 2544)
-	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and the broadcast address
-	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated, still routed in places)
-	netip.MustParsePrefix("100::/64"),        // discard-only (RFC 6666)
-	netip.MustParsePrefix("2001:db8::/32"),   // documentation
-	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64 (RFC 8215)
-	netip.MustParsePrefix("::ffff:0:0:0/96"), // SIIT translated addresses
-	netip.MustParsePrefix("2001::/32"),       // Teredo: tunnels to arbitrary IPv4 hosts
-}
-
-// nat64 is the well-known NAT64 prefix (RFC 6052).
-var nat64 = netip.MustParsePrefix("64:ff9b::/96")
-
-// embeddedV4 returns the IPv4 address a NAT64 (64:ff9b::/96) or 6to4
-// (2002::/16) address carries.
-func embeddedV4(a netip.Addr) (netip.Addr, bool) {
-	if !a.Is6() {
-		return netip.Addr{}, false
-	}
-	b := a.As16()
-	switch {
-	case nat64.Contains(a):
-		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
-	case b[0] == 0x20 && b[1] == 0x02:
-		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
-	}
-	return netip.Addr{}, false
-}
-
-// Blocked reports whether a is on a network the platform does not connect
-// to for its users: loopback, private, link-local, unspecified, multicast,
-// shared or reserved ranges (see the package documentation), also when
-// written as an IPv4-mapped IPv6 address. NAT64 and 6to4 addresses are
-// judged by the IPv4 address they carry; Teredo is refused.
-func Blocked(a netip.Addr) bool {
-	if !a.IsValid() {
-		return true
-	}
-	a = a.Unmap().WithZone("")
-	if v4, ok := embeddedV4(a); ok {
-		return Blocked(v4)
-	}
-	if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
-		return true
-	}
-	for _, p := range extraBlocked {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
 // guard is the Control of a guarded dialer.
 type guard struct {
 	allowPrivate bool
@@ -113,8 +58,11 @@ func (g *guard) check(address string) error {
 	if g.isOwn(netip.AddrPortFrom(a, ap.Port())) {
 		return fmt.Errorf("%w: %s is one of the platform's own listeners", ErrForbiddenAddress, netip.AddrPortFrom(a, ap.Port()))
 	}
-	if !g.allowPrivate && Blocked(a) {
-		return fmt.Errorf("%w: %s is on a loopback, private, link-local or reserved network", ErrForbiddenAddress, a)
+	if g.allowPrivate {
+		return nil
+	}
+	if blocked, why := verdict(a); blocked {
+		return fmt.Errorf("%w: %s is not globally reachable (%s)", ErrForbiddenAddress, a, why)
 	}
 	return nil
 }
@@ -197,8 +145,8 @@ func CheckURL(raw string, allowPrivate bool) error {
 	}
 	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
 	if a, err := netip.ParseAddr(host); err == nil {
-		if Blocked(a) {
-			return fmt.Errorf("%w: %s is on a loopback, private, link-local or reserved network", ErrForbiddenAddress, a.WithZone(""))
+		if blocked, why := verdict(a); blocked {
+			return fmt.Errorf("%w: %s is not globally reachable (%s)", ErrForbiddenAddress, a.WithZone(""), why)
 		}
 		return nil
 	}
@@ -212,8 +160,8 @@ func CheckURL(raw string, allowPrivate bool) error {
 		return nil
 	}
 	for _, a := range addrs {
-		if Blocked(a) {
-			return fmt.Errorf("%w: %s resolves to %s, on a loopback, private, link-local or reserved network", ErrForbiddenAddress, host, a.Unmap())
+		if blocked, why := verdict(a); blocked {
+			return fmt.Errorf("%w: %s resolves to %s, which is not globally reachable (%s)", ErrForbiddenAddress, host, a.Unmap(), why)
 		}
 	}
 	return nil

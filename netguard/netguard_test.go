@@ -11,31 +11,6 @@ import (
 	"github.com/svcplatform/platform/freeport"
 )
 
-func TestBlocked(t *testing.T) {
-	for _, tc := range []struct {
-		addr    string
-		blocked bool
-	}{
-		{"127.0.0.1", true}, {"127.8.9.10", true}, {"::1", true}, {"::ffff:127.0.0.1", true},
-		{"10.1.2.3", true}, {"172.16.0.1", true}, {"172.31.255.255", true}, {"192.168.1.1", true},
-		{"fc00::1", true}, {"fd12:3456::1", true}, {"169.254.169.254", true}, {"fe80::1", true},
-		{"0.0.0.0", true}, {"0.1.2.3", true}, {"::", true}, {"224.0.0.1", true}, {"ff02::1", true},
-		{"100.64.0.1", true}, {"255.255.255.255", true}, {"64:ff9b::a00:1", true}, {"64:ff9b::7f00:1", true},
-		{"2002:7f00:1::", true}, {"2001:0:4136:e378::1", true}, {"fe80::1%eth0", true}, {"::ffff:10.0.0.1", true},
-		{"8.8.8.8", false}, {"1.1.1.1", false}, {"172.32.0.1", false}, {"2606:4700::1111", false},
-		{"64:ff9b::808:808", false}, {"100.128.0.1", false},
-	} {
-		t.Run(tc.addr, func(t *testing.T) {
-			if got := Blocked(netip.MustParseAddr(tc.addr)); got != tc.blocked {
-				t.Fatalf("Blocked(%s) = %v, want %v", tc.addr, got, tc.blocked)
-			}
-		})
-	}
-	if !Blocked(netip.Addr{}) {
-		t.Fatal("the zero address must be blocked")
-	}
-}
-
 func TestCheckURL(t *testing.T) {
 	for _, tc := range []struct {
 		url          string
@@ -54,7 +29,17 @@ func TestCheckURL(t *testing.T) {
 		{"http://LOCALHOST.:3000", false, ErrForbiddenAddress},
 		{"http://app.localhost", false, ErrForbiddenAddress},
 		{"http://0.0.0.0:9090", false, ErrForbiddenAddress},
-		{"http://no-such-name.invalid", false, nil}, // checked again at connect time
+		{"https://192.0.2.10", false, ErrForbiddenAddress},          // documentation
+		{"https://198.51.100.7:8443", false, ErrForbiddenAddress},   // documentation
+		{"https://203.0.113.9", false, ErrForbiddenAddress},         // documentation
+		{"https://198.18.0.1", false, ErrForbiddenAddress},          // benchmarking
+		{"https://[2001:db8::1]", false, ErrForbiddenAddress},       // documentation
+		{"https://[64:ff9b::c000:20a]", false, ErrForbiddenAddress}, // NAT64 of 192.0.2.10
+		{"https://[2002:cb00:7109::1]", false, ErrForbiddenAddress}, // 6to4 of 203.0.113.9
+		{"https://[::ffff:c633:6407]", false, ErrForbiddenAddress},  // mapped 198.51.100.7
+		{"https://203.0.113.9", true, nil},                          // allowed by the operator
+		{"https://192.0.0.9", false, nil},                           // PCP anycast, globally reachable
+		{"http://no-such-name.invalid", false, nil},                 // checked again at connect time
 		{"ftp://8.8.8.8", false, ErrInvalidURL},
 		{"http://", false, ErrInvalidURL},
 		{"http://8.8.8.8:99999", true, ErrInvalidURL},
@@ -102,6 +87,9 @@ func TestDialer(t *testing.T) {
 		{"loopback refused", false, ln.Addr().String(), ErrForbiddenAddress},
 		{"closed port refused alike", false, closedAddr, ErrForbiddenAddress},
 		{"name resolving to loopback refused", false, "localhost:" + portOf(ln.Addr()), ErrForbiddenAddress},
+		// Refused in Control, before a packet leaves: no network needed.
+		{"documentation address refused", false, "192.0.2.1:443", ErrForbiddenAddress},
+		{"NAT64 of a private address refused", false, "[64:ff9b::a00:1]:443", ErrForbiddenAddress},
 		{"allowed", true, ln.Addr().String(), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,19 +112,19 @@ func portOf(a net.Addr) string {
 // TestOwnListeners: the platform's own listeners are refused on any of the
 // host's addresses when they listen on an unspecified address.
 func TestOwnListeners(t *testing.T) {
-	g := &guard{own: []netip.AddrPort{netip.MustParseAddrPort("0.0.0.0:9090"), netip.MustParseAddrPort("203.0.113.7:7070")},
+	g := &guard{own: []netip.AddrPort{netip.MustParseAddrPort("0.0.0.0:9090"), netip.MustParseAddrPort("1.2.3.7:7070")},
 		interfaces: func() ([]net.Addr, error) {
-			return []net.Addr{&net.IPNet{IP: net.ParseIP("198.51.100.20"), Mask: net.CIDRMask(24, 32)}}, nil
+			return []net.Addr{&net.IPNet{IP: net.ParseIP("1.2.3.20"), Mask: net.CIDRMask(24, 32)}}, nil
 		}}
 	for _, tc := range []struct {
 		addr    string
 		refused bool
 	}{
-		{"198.51.100.20:9090", true}, // an interface address, admin port
-		{"198.51.100.20:9091", false},
+		{"1.2.3.20:9090", true}, // an interface address, admin port
+		{"1.2.3.20:9091", false},
 		{"8.8.8.8:9090", false}, // not this host
-		{"203.0.113.7:7070", true},
-		{"203.0.113.7:7071", false},
+		{"1.2.3.7:7070", true},
+		{"1.2.3.7:7071", false},
 	} {
 		t.Run(tc.addr, func(t *testing.T) {
 			err := g.check(tc.addr)
@@ -147,7 +135,7 @@ func TestOwnListeners(t *testing.T) {
 	}
 	// Allowing private networks does not open the platform's own listeners.
 	g.allowPrivate = true
-	if err := g.check("198.51.100.20:9090"); !errors.Is(err, ErrForbiddenAddress) {
+	if err := g.check("1.2.3.20:9090"); !errors.Is(err, ErrForbiddenAddress) {
 		t.Fatalf("own listener with allowPrivate: %v, want refused", err)
 	}
 	if err := g.check("127.0.0.1:9091"); err != nil {
@@ -161,7 +149,8 @@ func TestOwnListeners(t *testing.T) {
 }
 
 func FuzzCheckURL(f *testing.F) {
-	for _, s := range []string{"http://127.0.0.1:80", "https://[::1]", "http://[fe80::1%25eth0]:80", "http://8.8.8.8", "http://a.localhost"} {
+	for _, s := range []string{"http://127.0.0.1:80", "https://[::1]", "http://[fe80::1%25eth0]:80", "http://8.8.8.8", "http://a.localhost",
+		"https://192.0.2.1", "https://[64:ff9b::c000:201]", "https://[2002:c000:201::]", "https://[::ffff:192.0.2.1]:8443"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {

@@ -38,10 +38,6 @@ type Rule struct {
 	// SessionOnly marks account operations on the caller's own sign-in
 	// (password, two-factor) that keys cannot perform.
 	SessionOnly bool
-	// FullKey also allows any full-access key not limited to a project,
-	// whatever its member's role (the spec: deleting a project needs an
-	// admin or a full workspace key).
-	FullKey bool
 }
 
 // The operations of the API. Each handler names exactly one.
@@ -101,7 +97,9 @@ const (
 // table is the permission table: the one answer to "may this principal do
 // this operation". Reads below developer are open to every member; changes
 // need a developer; workspace-wide settings, members and the audit log need
-// an admin; money leaving needs the owner in person.
+// an admin; money leaving needs the owner in person. Every row applies the
+// member's role to keys and sessions alike: a key narrows what its member
+// may do (read-only, one project), never widens it.
 var table = map[Op]Rule{
 	OpWorkspaceRead: {MinRole: Viewer, Scope: ScopeListing},
 
@@ -109,7 +107,9 @@ var table = map[Op]Rule{
 	OpProjectCreate: {MinRole: Developer, Write: true, Scope: ScopeWorkspace},
 	OpProjectRead:   {MinRole: Viewer, Scope: ScopeProject},
 	OpProjectUpdate: {MinRole: Developer, Write: true, Scope: ScopeProject},
-	OpProjectDelete: {MinRole: Admin, Write: true, Scope: ScopeWorkspace, FullKey: true},
+	// "An admin or a full workspace key": a full-access workspace key of a
+	// member who may delete. A key never does more than its member's role.
+	OpProjectDelete: {MinRole: Admin, Write: true, Scope: ScopeWorkspace},
 	OpEnvRead:       {MinRole: Developer, FullAccess: true, Scope: ScopeProject},
 	OpEnvWrite:      {MinRole: Developer, Write: true, Scope: ScopeProject},
 
@@ -234,9 +234,6 @@ func Authorize(p *Principal, op Op, projectID string) error {
 				return deny("project_key_mismatch", "this key is limited to another project")
 			}
 		}
-	}
-	if rule.FullKey && p.KeyID != "" && !p.Session && !p.ReadOnly && p.ProjectID == "" {
-		return nil
 	}
 	if p.Role < rule.MinRole {
 		return deny("insufficient_role", "your role (%s) cannot do this; it needs %s or above", p.Role, rule.MinRole)

@@ -15,64 +15,63 @@ var expect = map[Op]struct {
 	project  string // own, none, listing
 	owner    bool
 	session  bool
-	fullKey  bool // any full workspace key may, whatever its role
 }{
-	OpWorkspaceRead:  {Viewer, true, "listing", false, false, false},
-	OpProjectList:    {Viewer, true, "listing", false, false, false},
-	OpProjectCreate:  {Developer, false, "none", false, false, false},
-	OpProjectRead:    {Viewer, true, "own", false, false, false},
-	OpProjectUpdate:  {Developer, false, "own", false, false, false},
-	OpProjectDelete:  {Admin, false, "none", false, false, true}, // admin or a full workspace key
-	OpEnvRead:        {Developer, false, "own", false, false, false},
-	OpEnvWrite:       {Developer, false, "own", false, false, false},
-	OpKeyList:        {Viewer, true, "none", false, false, false},
-	OpKeyCreate:      {Viewer, false, "none", false, false, false},
-	OpKeyRevoke:      {Viewer, false, "none", false, false, false},
-	OpMemberList:     {Viewer, true, "none", false, false, false},
-	OpMemberManage:   {Admin, false, "none", false, false, false},
-	OpAccount:        {Viewer, false, "none", false, true, false},
-	OpEmailVerify:    {Viewer, false, "none", false, false, false},
-	OpBillingRead:    {Admin, true, "none", false, false, false},
-	OpBillingWrite:   {Admin, false, "none", false, false, false},
-	OpAuditRead:      {Admin, true, "none", false, false, false},
-	OpActivityRead:   {Viewer, true, "none", false, false, false},
-	OpUsageRead:      {Viewer, true, "listing", false, false, false},
-	OpSecurityRead:   {Viewer, true, "none", false, false, false},
-	OpShieldRead:     {Viewer, true, "none", false, false, false},
-	OpShieldWrite:    {Admin, false, "none", false, false, false},
-	OpCDNRead:        {Viewer, true, "none", false, false, false},
-	OpCDNWrite:       {Admin, false, "none", false, false, false},
-	OpRepoRead:       {Viewer, true, "none", false, false, false},
-	OpRepoWrite:      {Developer, false, "none", false, false, false},
-	OpRepoDeploy:     {Developer, false, "none", false, false, false},
-	OpDatabaseRead:   {Viewer, true, "own", false, false, false},
-	OpDatabaseWrite:  {Developer, false, "own", false, false, false},
-	OpDatabaseQuery:  {Developer, false, "own", false, false, false}, // full access even for SELECT
-	OpVectorRead:     {Viewer, true, "own", false, false, false},     // read-only keys can query vectors
-	OpVectorWrite:    {Developer, false, "own", false, false, false},
-	OpMediaRead:      {Viewer, true, "own", false, false, false},
-	OpMediaSecrets:   {Developer, false, "own", false, false, false}, // secrets: like env values
-	OpMediaWrite:     {Developer, false, "own", false, false, false},
-	OpPaymentsRead:   {Viewer, true, "own", false, false, false}, // read-only keys look up and list payments
-	OpPaymentsWrite:  {Developer, false, "own", false, false, false},
-	OpPaymentsPayout: {Owner, false, "none", true, false, false},
-	OpAIRead:         {Viewer, true, "none", false, false, false},
-	OpAIUse:          {Developer, false, "none", false, false, false},
-	OpAgentRead:      {Viewer, true, "own", false, false, false},
-	OpAgentWrite:     {Developer, false, "own", false, false, false},
-	OpAgentRun:       {Developer, false, "own", false, false, false},
+	OpWorkspaceRead:  {Viewer, true, "listing", false, false},
+	OpProjectList:    {Viewer, true, "listing", false, false},
+	OpProjectCreate:  {Developer, false, "none", false, false},
+	OpProjectRead:    {Viewer, true, "own", false, false},
+	OpProjectUpdate:  {Developer, false, "own", false, false},
+	OpProjectDelete:  {Admin, false, "none", false, false}, // an admin's or the owner's session or full workspace key
+	OpEnvRead:        {Developer, false, "own", false, false},
+	OpEnvWrite:       {Developer, false, "own", false, false},
+	OpKeyList:        {Viewer, true, "none", false, false},
+	OpKeyCreate:      {Viewer, false, "none", false, false},
+	OpKeyRevoke:      {Viewer, false, "none", false, false},
+	OpMemberList:     {Viewer, true, "none", false, false},
+	OpMemberManage:   {Admin, false, "none", false, false},
+	OpAccount:        {Viewer, false, "none", false, true},
+	OpEmailVerify:    {Viewer, false, "none", false, false},
+	OpBillingRead:    {Admin, true, "none", false, false},
+	OpBillingWrite:   {Admin, false, "none", false, false},
+	OpAuditRead:      {Admin, true, "none", false, false},
+	OpActivityRead:   {Viewer, true, "none", false, false},
+	OpUsageRead:      {Viewer, true, "listing", false, false},
+	OpSecurityRead:   {Viewer, true, "none", false, false},
+	OpShieldRead:     {Viewer, true, "none", false, false},
+	OpShieldWrite:    {Admin, false, "none", false, false},
+	OpCDNRead:        {Viewer, true, "none", false, false},
+	OpCDNWrite:       {Admin, false, "none", false, false},
+	OpRepoRead:       {Viewer, true, "none", false, false},
+	OpRepoWrite:      {Developer, false, "none", false, false},
+	OpRepoDeploy:     {Developer, false, "none", false, false},
+	OpDatabaseRead:   {Viewer, true, "own", false, false},
+	OpDatabaseWrite:  {Developer, false, "own", false, false},
+	OpDatabaseQuery:  {Developer, false, "own", false, false}, // full access even for SELECT
+	OpVectorRead:     {Viewer, true, "own", false, false},     // read-only keys can query vectors
+	OpVectorWrite:    {Developer, false, "own", false, false},
+	OpMediaRead:      {Viewer, true, "own", false, false},
+	OpMediaSecrets:   {Developer, false, "own", false, false}, // secrets: like env values
+	OpMediaWrite:     {Developer, false, "own", false, false},
+	OpPaymentsRead:   {Viewer, true, "own", false, false}, // read-only keys look up and list payments
+	OpPaymentsWrite:  {Developer, false, "own", false, false},
+	OpPaymentsPayout: {Owner, false, "none", true, false},
+	OpAIRead:         {Viewer, true, "none", false, false},
+	OpAIUse:          {Developer, false, "none", false, false},
+	OpAgentRead:      {Viewer, true, "own", false, false},
+	OpAgentWrite:     {Developer, false, "own", false, false},
+	OpAgentRun:       {Developer, false, "own", false, false},
 }
 
 type caller struct {
 	name string
 	p    Principal
-	kind string // session, full, read_only, project
 }
 
-// callers returns every credential kind for every role.
+// callers returns every credential kind for every role, and for a principal
+// without a role.
 func callers() []caller {
 	var out []caller
-	for _, r := range []Role{Viewer, Developer, Admin, Owner} {
+	for _, r := range []Role{RoleNone, Viewer, Developer, Admin, Owner} {
 		base := Principal{WorkspaceID: "ws", MemberID: "m", Role: r}
 		s := base
 		s.Session = true
@@ -84,12 +83,16 @@ func callers() []caller {
 		prj.ProjectID = "p1"
 		roPrj := prj
 		roPrj.ReadOnly = true
+		role := r.String()
+		if r == RoleNone {
+			role = "none"
+		}
 		out = append(out,
-			caller{r.String() + "/session", s, "session"},
-			caller{r.String() + "/full", full, "full"},
-			caller{r.String() + "/read_only", ro, "read_only"},
-			caller{r.String() + "/project", prj, "project"},
-			caller{r.String() + "/read_only_project", roPrj, "read_only_project"},
+			caller{role + "/session", s},
+			caller{role + "/full", full},
+			caller{role + "/read_only", ro},
+			caller{role + "/project", prj},
+			caller{role + "/read_only_project", roPrj},
 		)
 	}
 	return out
@@ -133,9 +136,6 @@ func TestPermissionMatrix(t *testing.T) {
 							}
 						}
 					}
-					if want.fullKey && c.kind == "full" {
-						should = true
-					}
 					if allowed != should {
 						t.Fatalf("Authorize = %v, want allowed=%v", err, should)
 					}
@@ -151,12 +151,68 @@ func TestPermissionMatrix(t *testing.T) {
 	}
 }
 
+// Deleting a project, written out row by row: every key kind of every role.
+// A full workspace key deletes only when its member's role may.
+func TestProjectDeleteByKeyKindAndRole(t *testing.T) {
+	const ok = ""
+	want := map[string]string{ // caller name -> refusal code, ok when allowed
+		"none/session": "insufficient_role", "none/full": "insufficient_role",
+		"none/read_only": "read_only_key", "none/project": "workspace_key_required", "none/read_only_project": "read_only_key",
+		"viewer/session": "insufficient_role", "viewer/full": "insufficient_role",
+		"viewer/read_only": "read_only_key", "viewer/project": "workspace_key_required", "viewer/read_only_project": "read_only_key",
+		"developer/session": "insufficient_role", "developer/full": "insufficient_role",
+		"developer/read_only": "read_only_key", "developer/project": "workspace_key_required", "developer/read_only_project": "read_only_key",
+		"admin/session": ok, "admin/full": ok,
+		"admin/read_only": "read_only_key", "admin/project": "workspace_key_required", "admin/read_only_project": "read_only_key",
+		"owner/session": ok, "owner/full": ok,
+		"owner/read_only": "read_only_key", "owner/project": "workspace_key_required", "owner/read_only_project": "read_only_key",
+	}
+	cs := callers()
+	if len(cs) != len(want) {
+		t.Fatalf("%d callers, %d expectations", len(cs), len(want))
+	}
+	for _, c := range cs {
+		t.Run(c.name, func(t *testing.T) {
+			code, ok := want[c.name]
+			if !ok {
+				t.Fatalf("no expectation for %s", c.name)
+			}
+			p := c.p
+			err := Authorize(&p, OpProjectDelete, "p1")
+			var got string
+			if err != nil {
+				var d *Denied
+				if !errors.As(err, &d) {
+					t.Fatalf("refusal %v is not a *Denied", err)
+				}
+				got = d.Code
+			}
+			if got != code {
+				t.Fatalf("Authorize = %v (code %q), want code %q", err, got, code)
+			}
+		})
+	}
+}
+
 // The spec's invariants, checked across the whole table.
 func TestPermissionInvariants(t *testing.T) {
 	for _, op := range Ops() {
 		rule, _ := RuleOf(op)
 		for _, c := range callers() {
 			p := c.p
+			for _, target := range []string{"", "p1"} {
+				if Authorize(&p, op, target) != nil {
+					continue
+				}
+				// A key never does more than its member's role.
+				if p.Role < rule.MinRole {
+					t.Errorf("%s: %s (role %s) allowed below %s", op, c.name, p.Role, rule.MinRole)
+				}
+				s := Principal{WorkspaceID: p.WorkspaceID, MemberID: p.MemberID, Role: p.Role, Session: true}
+				if err := Authorize(&s, op, target); err != nil {
+					t.Errorf("%s: %s allowed where its member's own session is refused (%v)", op, c.name, err)
+				}
+			}
 			if p.ReadOnly && rule.Write && Authorize(&p, op, p.ProjectID) == nil {
 				t.Errorf("%s: read-only key %s may change something", op, c.name)
 			}
