@@ -170,7 +170,7 @@ func schemaOf(t reflect.Type, schemas map[string]any) map[string]any {
 		}
 		return map[string]any{"type": "array", "items": schemaOf(t.Elem(), schemas)}
 	case reflect.Map:
-		return map[string]any{"type": "object", "additionalProperties": schemaOf(t.Elem(), schemas)}
+		return map[string]any{"type": "object", "additionalProperties": nullableIfPointer(t.Elem(), schemaOf(t.Elem(), schemas))}
 	case reflect.Interface:
 		return map[string]any{}
 	case reflect.Struct:
@@ -231,7 +231,22 @@ func structSchema(t reflect.Type, schemas map[string]any) map[string]any {
 		if name == "" {
 			name = f.Name
 		}
-		props[name] = schemaOf(f.Type, schemas)
+		prop := schemaOf(f.Type, schemas)
+		if !strings.Contains(opts, "omitempty") {
+			// A pointer without omitempty is written as null when nil.
+			prop = nullableIfPointer(f.Type, prop)
+		}
+		// A doc tag describes what the field means, where its name and
+		// type do not say enough (after refunds or before, in which unit).
+		if doc := f.Tag.Get("doc"); doc != "" {
+			described := make(map[string]any, len(prop)+1)
+			for k, v := range prop {
+				described[k] = v
+			}
+			described["description"] = doc
+			prop = described
+		}
+		props[name] = prop
 		if !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer {
 			required = append(required, name)
 		}
@@ -242,4 +257,22 @@ func structSchema(t reflect.Type, schemas map[string]any) map[string]any {
 		s["required"] = required
 	}
 	return s
+}
+
+// nullableIfPointer lets schema s of Go type t be null too when t is a
+// pointer (encoding/json writes a nil pointer as null): a type becomes
+// [type, "null"], anything else (a $ref, an empty schema) anyOf s or null.
+func nullableIfPointer(t reflect.Type, s map[string]any) map[string]any {
+	if t.Kind() != reflect.Pointer || len(s) == 0 {
+		return s
+	}
+	if typ, ok := s["type"].(string); ok {
+		out := make(map[string]any, len(s))
+		for k, v := range s {
+			out[k] = v
+		}
+		out["type"] = []any{typ, "null"}
+		return out
+	}
+	return map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}
 }

@@ -131,3 +131,73 @@ func TestOpenAPILint(t *testing.T) {
 	}
 	walk(doc)
 }
+
+// TestOpenAPIFieldDescriptions: a field's doc tag is its description in
+// the schema (payment analytics and earnings say fees and net are after
+// refunds).
+func TestOpenAPIFieldDescriptions(t *testing.T) {
+	env := cptest.New(t)
+	raw, err := json.Marshal(controlplane.OpenAPI(env.CP.Routes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]map[string]any `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ schema, field, want string }{
+		{"Totals", "fee_cents", "after refunds"},
+		{"Totals", "net_cents", "after fees and refunds"},
+		{"DayStats", "net_cents", "after fees and their refunds"},
+		{"Earnings", "fees", "after refunds"},
+	} {
+		t.Run(tc.schema+"."+tc.field, func(t *testing.T) {
+			p := doc.Components.Schemas[tc.schema].Properties[tc.field]
+			if d, _ := p["description"].(string); !strings.Contains(d, tc.want) || p["type"] != "integer" {
+				t.Errorf("%v, want type integer and a description saying %q", p, tc.want)
+			}
+		})
+	}
+}
+
+// TestOpenAPINullable: a Go pointer written as null when nil is nullable in
+// the document: the usage report's totals (null for a metric not measured)
+// and a field such as the spending limit.
+func TestOpenAPINullable(t *testing.T) {
+	env := cptest.New(t)
+	raw, err := json.Marshal(controlplane.OpenAPI(env.CP.Routes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ schema, prop, want string }{
+		{"Report", "totals", `{"additionalProperties":{"type":["number","null"]},"type":"object"}`},
+		{"Metrics", "testRuns30d", `{"type":["number","null"]}`},
+		{"Measured", "measuredAt", `{"format":"date-time","type":["string","null"]}`},
+	} {
+		// The field's description (its doc tag) is not what is checked here.
+		var prop map[string]json.RawMessage
+		if err := json.Unmarshal(doc.Components.Schemas[c.schema].Properties[c.prop], &prop); err != nil {
+			t.Fatalf("%s.%s: %v", c.schema, c.prop, err)
+		}
+		delete(prop, "description")
+		if got, _ := json.Marshal(prop); string(got) != c.want {
+			t.Errorf("%s.%s = %s, want %s", c.schema, c.prop, got, c.want)
+		}
+	}
+}

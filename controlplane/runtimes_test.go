@@ -20,13 +20,13 @@ func TestNewRuntime(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx := context.Background()
 	t.Run("off", func(t *testing.T) {
-		rt, closeFn, err := newRuntime(ctx, RuntimeConfig{}, data, clock.System{}, log)
+		rt, _, closeFn, err := newRuntime(ctx, RuntimeConfig{}, data, clock.System{}, log)
 		if err != nil || rt != nil || closeFn() != nil {
 			t.Fatalf("%v %v", rt, err)
 		}
 	})
 	t.Run("none, default directory beside the data directory", func(t *testing.T) {
-		rt, closeFn, err := newRuntime(ctx, RuntimeConfig{Sandbox: SandboxNone}, data, clock.System{}, log)
+		rt, _, closeFn, err := newRuntime(ctx, RuntimeConfig{Sandbox: SandboxNone}, data, clock.System{}, log)
 		if err != nil || rt == nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestNewRuntime(t *testing.T) {
 		{"cpu below 1% of a core", RuntimeConfig{Sandbox: SandboxBwrap, CPUMillis: 5}, "cpu millis"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := newRuntime(ctx, tc.rc, data, clock.System{}, log)
+			_, _, _, err := newRuntime(ctx, tc.rc, data, clock.System{}, log)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("%v, want %q", err, tc.want)
 			}

@@ -64,6 +64,11 @@ type Config struct {
 	AppsPort int `json:"appsPort"`
 	// Bootstrap describes the first workspace, created on an empty data dir.
 	Bootstrap accounts.BootstrapConfig `json:"bootstrap"`
+	// DeferBootstrap leaves creating the first workspace to
+	// EnsureBootstrap instead of New: `platform serve` creates it once
+	// every listener is up, so a start that fails creates no owner key it
+	// never showed.
+	DeferBootstrap bool `json:"deferBootstrap,omitempty"`
 	// OriginProbeEvery is how often the origins of serving apps and
 	// functions are checked (DefaultOriginProbeEvery when 0; negative: never,
 	// for tests that probe explicitly).
@@ -291,9 +296,10 @@ func (cp *ControlPlane) onClose(fn func() error) { cp.closers = append(cp.closer
 // Config returns the provisioned configuration.
 func (cp *ControlPlane) Config() Config { return cp.cfg }
 
-// New opens the data directory, migrates the database, creates the first
-// workspace when there is none, builds every area in dependency order and
-// mounts the route table. On error everything built so far is released.
+// New opens the data directory, migrates the database, builds every area
+// in dependency order, mounts the route table and, last, creates the first
+// workspace when there is none (unless Config.DeferBootstrap). On error
+// everything built so far is released.
 func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	cfg.Provision()
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
@@ -358,7 +364,8 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	cp.Accounts.SetMailer(&accounts.FileMailer{Dir: filepath.Join(cfg.DataDir, "mail"), Log: log, Now: clk.Now})
 	cp.Projects = projects.New(projects.Config{AppsDomain: cfg.AppsDomain, AppsPort: cfg.AppsPort}, cp.DB, clk, cp.Audit, cp.Meter, cp.Sealer)
 	cp.Projects.SetKeyRevoker(cp.Accounts)
-	if cp.Bootstrap, err = cp.Accounts.EnsureBootstrap(ctx, cfg.Bootstrap); err != nil {
+	cp.Projects.SetLogger(log)
+	if err := cfg.Bootstrap.Validate(); err != nil {
 		return nil, err
 	}
 
@@ -393,7 +400,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	cp.repos = repos.New(cp.DB, cp.blobs, clk, cp.Audit)
 	cp.cdn = cdn.New(cp.DB, clk, cp.Audit, cp.edgeSync)
 	// The runtime is closed after deploys (closers run in reverse order).
-	rt, closeRT, err := newRuntime(ctx, cfg.Runtime, cfg.DataDir, clk, log)
+	rt, box, closeRT, err := newRuntime(ctx, cfg.Runtime, cfg.DataDir, clk, log)
 	if err != nil {
 		return nil, err
 	}
@@ -483,8 +490,23 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	cp.Projects.AddCounter(cp.vectors)
 
 	// Media: video upload to HLS with ffmpeg, live channels through nginx-rtmp.
-	if cp.media, err = media.New(ctx, cfg.Media, media.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
-		Projects: cp.Projects, Plans: cp.Accounts, Sealer: cp.Sealer, Logger: log}); err != nil {
+	// With the bwrap sandbox, ffprobe and ffmpeg run in one of their own (no
+	// network, only the job's directory), in a work directory beside the data
+	// directory, which bwrap cannot reach into.
+	jobBox, err := media.JobSandbox(box)
+	if err != nil {
+		return nil, err
+	}
+	mcfg := cfg.Media
+	if jobBox != nil && mcfg.WorkDir == "" {
+		data, err := filepath.Abs(cfg.DataDir)
+		if err != nil {
+			return nil, fmt.Errorf("controlplane: data directory: %w", err)
+		}
+		mcfg.WorkDir = data + ".media"
+	}
+	if cp.media, err = media.New(ctx, mcfg, media.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
+		Projects: cp.Projects, Plans: cp.Accounts, Sealer: cp.Sealer, Logger: log, Sandbox: jobBox}); err != nil {
 		return nil, err
 	}
 	cp.onClose(cp.media.Close)
@@ -551,7 +573,26 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	mux := http.NewServeMux()
 	api.Mount(mux, cp.routes, api.MountOptions{Authn: cp.Accounts, Log: log, Observer: cp.metrics, Calls: cp.keyCalls})
 	cp.handler = mux
+	// The first workspace comes last, once everything else is built, so
+	// a start that fails on the way creates no owner key.
+	if !cfg.DeferBootstrap {
+		if _, err := cp.EnsureBootstrap(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return cp, nil
+}
+
+// EnsureBootstrap creates the first workspace, its owner and the owner's
+// key when the database holds no workspace (New does it unless
+// Config.DeferBootstrap), and keeps what it made in cp.Bootstrap.
+func (cp *ControlPlane) EnsureBootstrap(ctx context.Context) (accounts.Bootstrap, error) {
+	b, err := cp.Accounts.EnsureBootstrap(ctx, cp.cfg.Bootstrap)
+	if err != nil {
+		return b, err
+	}
+	cp.Bootstrap = b
+	return b, nil
 }
 
 // edgeSources are what edge snapshots and counts are read from, each

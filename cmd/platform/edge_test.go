@@ -81,7 +81,7 @@ func TestServeRunsTheEdge(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var logs syncBuffer
-	go func() { done <- run(ctx, "serve", o, slog.New(slog.NewTextHandler(&logs, nil))) }()
+	go func() { done <- runTest(t, ctx, "serve", o, slog.New(slog.NewTextHandler(&logs, nil)), nil) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -194,7 +194,7 @@ func TestEdgeCommand(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, "edge", o, quiet) }()
+	go func() { done <- runTest(t, ctx, "edge", o, quiet, nil) }()
 	waitReady(t, o.adminAddr)
 	client := edgeClient(t, filepath.Join(o.data, "ca", "ca.pem"), o.httpsAddr)
 	resp, err := client.Get("https://nothing.apps.test/")
@@ -215,10 +215,11 @@ func TestEdgeCommand(t *testing.T) {
 		{[]string{"--controlplane", env.Server.URL}, "--edge-token is required"},
 	} {
 		var o options
-		if err := o.parse("edge", append([]string{"--data", t.TempDir()}, tc.args...)); err != nil {
+		if err := o.parse("edge", append([]string{"--data", t.TempDir(), "--admin-addr", freeAddr(t), "--http-addr", "127.0.0.1:0",
+			"--https-addr", "127.0.0.1:0"}, tc.args...)); err != nil {
 			t.Fatal(err)
 		}
-		err := run(context.Background(), "edge", o, quiet)
+		err := runTest(t, context.Background(), "edge", o, quiet, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("err = %v, want one line with %q", err, tc.want)
 		}

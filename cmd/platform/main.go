@@ -23,6 +23,7 @@ commands:
   edge-token     create, list or revoke the tokens remote edges use
   mcp            the assistant connector over stdio: mcp --controlplane URL --key KEY
   balance        load a workspace's Balance: balance add --workspace ID --usd AMOUNT
+  owner-key      a new owner API key when it was lost or leaked: owner-key reset [--workspace ID]
 
 Run "platform <command> -h" for the flags.`
 
@@ -46,6 +47,9 @@ func main() {
 	if cmd == "balance" {
 		os.Exit(runBalance(os.Args[2:], os.Stdout, os.Stderr))
 	}
+	if cmd == "owner-key" {
+		os.Exit(runOwnerKey(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	switch cmd {
 	case "serve", "controlplane", "edge":
 	case "-h", "--help", "help":
@@ -65,7 +69,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := newLogger(o.logLevel)
-	if err := run(ctx, cmd, o, logger); err != nil {
+	if err := run(ctx, cmd, o, logger, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "platform %s: %v\n", cmd, err)
 		os.Exit(1)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -24,11 +25,15 @@ func freeAddr(t *testing.T) string {
 	return a
 }
 
-func testOptions(t *testing.T) options {
+// testOptions are serve's options for a test: every listener on a port
+// the test chose (freeport, or 0 for the kernel's pick), none on a default
+// (`make run` may be using those on the same machine).
+func testOptions(t *testing.T, extra ...string) options {
 	var o options
-	if err := o.parse("serve", []string{"--data", t.TempDir(), "--api-addr", freeAddr(t), "--admin-addr", freeAddr(t),
-		"--http-addr", "127.0.0.1:0", "--https-addr", "127.0.0.1:0",
-		"--bootstrap-key", "ci-bootstrap-key-0123456789abcdef"}); err != nil {
+	args := []string{"--data", t.TempDir(), "--api-addr", freeAddr(t), "--admin-addr", freeAddr(t),
+		"--http-addr", "127.0.0.1:0", "--https-addr", "127.0.0.1:0", "--rtmp-addr", freeAddr(t), "--rtmps-addr", freeAddr(t),
+		"--bootstrap-key", "ci-bootstrap-key-0123456789abcdef"}
+	if err := o.parse("serve", append(args, extra...)); err != nil {
 		t.Fatal(err)
 	}
 	return o
@@ -36,11 +41,37 @@ func testOptions(t *testing.T) options {
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
+// errDefaultPort is what runTest returns instead of starting a command
+// that would listen on a default address.
+var errDefaultPort = errors.New("a listener is on its default address")
+
+// runTest is run for tests: it refuses (t.Errorf, safe from any goroutine)
+// to start a command with any of its listeners (listenersOf, which
+// TestListenersOf holds to every *-addr flag) at its default address, so
+// tests bind only ports they chose.
+func runTest(t *testing.T, ctx context.Context, cmd string, o options, log *slog.Logger, out io.Writer) error {
+	t.Helper()
+	defaults := map[string]string{}
+	for _, d := range o.defs() {
+		defaults[d.name] = d.def
+	}
+	for _, l := range listenersOf(cmd, o) {
+		if l.addr == defaults[l.flag] {
+			t.Errorf("%s: --%s is its default %s: tests give every listener a port they chose (freeport)", cmd, l.flag, l.addr)
+			return errDefaultPort
+		}
+	}
+	if out == nil {
+		out = io.Discard
+	}
+	return run(ctx, cmd, o, log, out)
+}
+
 func TestServeAnswersWithBootstrapKey(t *testing.T) {
 	o := testOptions(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, "serve", o, quiet) }()
+	go func() { done <- runTest(t, ctx, "serve", o, quiet, nil) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -101,7 +132,7 @@ func TestServeRefusesClearly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := testOptions(t)
 			tc.edit(&o)
-			err := run(context.Background(), "serve", o, quiet)
+			err := runTest(t, context.Background(), "serve", o, quiet, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("err = %v, want one line containing %q", err, tc.want)
 			}

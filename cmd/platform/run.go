@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -32,26 +33,49 @@ import (
 	"github.com/svcplatform/platform/edge/localca"
 )
 
-// run starts the processes of cmd and blocks until ctx ends.
-func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
-	if err := checkDataDir(o.data); err != nil {
-		return err
-	}
+// run starts the processes of cmd and blocks until ctx ends; what users
+// are told (keys, addresses) goes to out.
+//
+// A start checks its flags, then binds every address it listens on, and
+// only then creates anything in the data directory; the first workspace
+// and its owner key come last, once every listener is up, and are printed
+// at once. So a start that fails (a port in use, say) leaves no key that
+// was never shown, and the next start prints it.
+func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Writer) error {
 	if cmd == "edge" {
-		return runEdge(ctx, o, log)
+		return runEdge(ctx, o, log, out)
 	}
 	plan, err := plans.Parse(o.plan)
 	if err != nil {
 		return err
 	}
-	// Listen first so a port in use fails before anything is created.
-	apiLn, err := listen("api", o.apiAddr)
+	boot := accounts.BootstrapConfig{WorkspaceName: "My workspace", OwnerEmail: o.ownerEmail, Plan: plan, Key: o.bootstrapKey}
+	if err := boot.Validate(); err != nil {
+		return err
+	}
+	rtCfg, err := runtimeConfig(o)
 	if err != nil {
 		return err
 	}
-	adminLn, err := listen("admin", o.adminAddr)
+	if cmd == "serve" {
+		if err := checkEdgeFlags(o); err != nil {
+			return err
+		}
+	}
+	var aiCfg ai.Config
+	if o.aiConfig != "" {
+		if aiCfg, err = ai.LoadConfig(o.aiConfig); err != nil {
+			return err
+		}
+	}
+	// Listen first so a port in use fails before anything is created.
+	res, err := reserve(cmd, o)
 	if err != nil {
-		apiLn.Close()
+		return err
+	}
+	defer res.close()
+	apiLn, adminLn := res.api, res.admin
+	if err := checkDataDir(o.data); err != nil {
 		return err
 	}
 	_, httpsPort, _ := net.SplitHostPort(o.httpsAddr)
@@ -59,16 +83,8 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 	// The admin listener's registry carries the control plane's metrics
 	// (platform_api_*, platform_store_*) next to the process and edge ones.
 	reg := newRegistry()
-	rtCfg, err := runtimeConfig(o)
-	if err != nil {
-		apiLn.Close()
-		adminLn.Close()
-		return err
-	}
 	mediaCfg, err := mediaConfig(o)
 	if err != nil {
-		apiLn.Close()
-		adminLn.Close()
 		return err
 	}
 	playbackHost := mediaHostOf(cmd, o)
@@ -76,17 +92,12 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 		// Playback goes through the edges' cache on its own host.
 		mediaCfg.PlaybackBaseURL = "https://" + playbackHost + portSuffix(httpsPort)
 	}
-	var aiCfg ai.Config
-	if o.aiConfig != "" {
-		if aiCfg, err = ai.LoadConfig(o.aiConfig); err != nil {
-			apiLn.Close()
-			adminLn.Close()
-			return err
-		}
-	}
+	// Live ingest binds its own addresses while the control plane is built.
+	res.release(groupLive)
 	cp, err := controlplane.New(ctx, controlplane.Config{
 		DataDir: o.data, AppsDomain: o.appsDomain, AppsPort: port, Logger: log, Registerer: reg,
-		Bootstrap:            accounts.BootstrapConfig{WorkspaceName: "My workspace", OwnerEmail: o.ownerEmail, Plan: plan, Key: o.bootstrapKey},
+		Bootstrap:            boot,
+		DeferBootstrap:       true,
 		AllowPrivateNetworks: o.allowPrivate,
 		AI:                   aiCfg,
 		OwnAddrs:             ownAddrs(apiLn.Addr(), adminLn.Addr()),
@@ -101,8 +112,6 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 		NodeURL:              o.nodeURL,
 	})
 	if err != nil {
-		apiLn.Close()
-		adminLn.Close()
 		return err
 	}
 	defer cp.Close()
@@ -111,15 +120,15 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 		// Edges answer the playback host from their cache, forwarding
 		// misses to this API's playback route.
 		if err := cp.EdgeSync().SetMedia(ctx, snapshot.Media{Host: playbackHost, Origin: "http://" + apiLn.Addr().String()}); err != nil {
-			apiLn.Close()
-			adminLn.Close()
 			return err
 		}
 	}
 
 	// The API serves first: the in-process edge asks it for the
-	// installation's certificates and configuration as it starts.
-	apiSrv := &http.Server{Handler: cp.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 5 * time.Minute,
+	// installation's certificates and configuration as it starts. Other
+	// requests wait for the first workspace.
+	gate := newStartGate(cp.Handler())
+	apiSrv := &http.Server{Handler: gate, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 5 * time.Minute,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 2)
 	go func() { errc <- serveOn(apiSrv, apiLn) }()
@@ -129,7 +138,7 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 	if cmd == "serve" {
 		// The in-process edge syncs exactly as a remote one: long-poll
 		// against this process's API listener with its own edge token.
-		ed, err = serveEdge(ctx, cp, o, log, "http://"+apiLn.Addr().String())
+		ed, err = serveEdge(ctx, cp, o, log, "http://"+apiLn.Addr().String(), func() { res.release(groupEdge) })
 		if err == nil {
 			if err = ed.Register(reg); err != nil {
 				ed.Close()
@@ -137,14 +146,23 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 		}
 		if err != nil {
 			apiSrv.Close()
-			adminLn.Close()
 			return err
 		}
 		ready = ed.Ready
 	}
-	printBootstrap(cp.Bootstrap, apiLn.Addr().String())
+	// Every listener is up: now the first workspace, printed at once.
+	b, err := cp.EnsureBootstrap(ctx)
+	if err != nil {
+		apiSrv.Close()
+		if ed != nil {
+			ed.Close()
+		}
+		return err
+	}
+	gate.open()
+	printBootstrap(out, b, apiLn.Addr().String())
 	if ed != nil {
-		printEdge(ed, o)
+		printEdge(out, ed, o)
 	}
 
 	adminSrv := newAdminServer(reg, ready)
@@ -153,6 +171,20 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger) error {
 	err = serveUntil(ctx, ed, errc, apiSrv, adminSrv)
 	log.Info("platform stopped")
 	return err
+}
+
+// checkEdgeFlags checks the edge's flags before anything is bound or
+// created (edge.New checks them again).
+func checkEdgeFlags(o options) error {
+	if _, err := cacheBytes(o); err != nil {
+		return err
+	}
+	if o.trustedProxies != "" {
+		if _, err := edge.ParseTrustedProxies([]string{o.trustedProxies}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // serveUntil runs ed (when not nil) until ctx ends, a server fails (errc)
@@ -189,8 +221,9 @@ func serveUntil(ctx context.Context, ed *edge.Edge, errc <-chan error, servers .
 
 // serveEdge builds the edge of `platform serve`: a fresh local edge token
 // (the previous start's is revoked), the control plane's blob directory
-// read directly, and the edge's listeners bound.
-func serveEdge(ctx context.Context, cp *controlplane.ControlPlane, o options, log *slog.Logger, apiURL string) (*edge.Edge, error) {
+// read directly, and the edge's listeners bound, right after release lets
+// go of the addresses reserved for them.
+func serveEdge(ctx context.Context, cp *controlplane.ControlPlane, o options, log *slog.Logger, apiURL string, release func()) (*edge.Edge, error) {
 	token, err := cp.EdgeSync().EnsureLocalToken(ctx)
 	if err != nil {
 		return nil, err
@@ -208,6 +241,7 @@ func serveEdge(ctx context.Context, cp *controlplane.ControlPlane, o options, lo
 	if err != nil {
 		return nil, err
 	}
+	release()
 	if err := ed.Listen(); err != nil {
 		ed.Close()
 		return nil, err
@@ -217,12 +251,23 @@ func serveEdge(ctx context.Context, cp *controlplane.ControlPlane, o options, lo
 
 // runEdge runs `platform edge`: one edge node configured from the control
 // plane at --controlplane with --edge-token.
-func runEdge(ctx context.Context, o options, log *slog.Logger) error {
+func runEdge(ctx context.Context, o options, log *slog.Logger, out io.Writer) error {
 	switch {
 	case o.controlplane == "":
 		return fmt.Errorf("--controlplane is required: the control plane's URL, e.g. http://10.0.0.1:7070")
 	case o.edgeToken == "":
 		return fmt.Errorf("--edge-token is required: an edge token (svc_edge_...) minted on the control plane")
+	}
+	if err := checkEdgeFlags(o); err != nil {
+		return err
+	}
+	res, err := reserve("edge", o)
+	if err != nil {
+		return err
+	}
+	defer res.close()
+	if err := checkDataDir(o.data); err != nil {
+		return err
 	}
 	cfg, err := edgeConfig(o, log, o.controlplane, o.edgeToken)
 	if err != nil {
@@ -232,37 +277,40 @@ func runEdge(ctx context.Context, o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	adminLn, err := listen("admin", o.adminAddr)
-	if err != nil {
-		ed.Close()
-		return err
-	}
+	res.release(groupEdge)
 	if err := ed.Listen(); err != nil {
 		ed.Close()
-		adminLn.Close()
 		return err
 	}
 	reg := newRegistry()
 	if err := ed.Register(reg); err != nil {
 		ed.Close()
-		adminLn.Close()
 		return err
 	}
-	printEdge(ed, o)
+	printEdge(out, ed, o)
 	adminSrv := newAdminServer(reg, ed.Ready)
 	errc := make(chan error, 1)
-	go func() { errc <- serveOn(adminSrv, adminLn) }()
-	log.Info("platform started", "command", "edge", "admin", adminLn.Addr().String(), "controlplane", o.controlplane, "data", o.data)
+	go func() { errc <- serveOn(adminSrv, res.admin) }()
+	log.Info("platform started", "command", "edge", "admin", res.admin.Addr().String(), "controlplane", o.controlplane, "data", o.data)
 	err = serveUntil(ctx, ed, errc, adminSrv)
 	log.Info("platform stopped")
 	return err
 }
 
+// cacheBytes reads --cache-bytes.
+func cacheBytes(o options) (int64, error) {
+	n, err := strconv.ParseInt(o.cacheBytes, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("--cache-bytes %q must be a positive number of bytes", o.cacheBytes)
+	}
+	return n, nil
+}
+
 // edgeConfig maps the command line to the edge's configuration.
 func edgeConfig(o options, log *slog.Logger, controlPlane, token string) (edge.Config, error) {
-	cacheBytes, err := strconv.ParseInt(o.cacheBytes, 10, 64)
-	if err != nil || cacheBytes <= 0 {
-		return edge.Config{}, fmt.Errorf("--cache-bytes %q must be a positive number of bytes", o.cacheBytes)
+	cacheBytes, err := cacheBytes(o)
+	if err != nil {
+		return edge.Config{}, err
 	}
 	cfg := edge.Config{
 		HTTPAddr: o.httpAddr, HTTPSAddr: o.httpsAddr, AppsDomain: o.appsDomain, DataDir: o.data,
@@ -283,16 +331,16 @@ func edgeConfig(o options, log *slog.Logger, controlPlane, token string) (edge.C
 }
 
 // printEdge tells the user where the edge answers and which CA to trust.
-func printEdge(ed *edge.Edge, o options) {
+func printEdge(out io.Writer, ed *edge.Edge, o options) {
 	_, port, _ := net.SplitHostPort(ed.HTTPSAddr().String())
 	suffix := ""
 	if port != "443" {
 		suffix = ":" + port
 	}
-	fmt.Printf("platform: edge at https://<slug>.%s%s (HTTP/3 on the same port over UDP)\n", o.appsDomain, suffix)
+	fmt.Fprintf(out, "platform: edge at https://<slug>.%s%s (HTTP/3 on the same port over UDP)\n", o.appsDomain, suffix)
 	if p := ed.CACertPath(); p != "" {
-		fmt.Printf("platform: local CA certificate: %s\n", p)
-		fmt.Printf("          trust it to open the sites without warnings, e.g. curl --cacert %s https://<slug>.%s%s/\n", p, o.appsDomain, suffix)
+		fmt.Fprintf(out, "platform: local CA certificate: %s\n", p)
+		fmt.Fprintf(out, "          trust it to open the sites without warnings, e.g. curl --cacert %s https://<slug>.%s%s/\n", p, o.appsDomain, suffix)
 	}
 }
 
@@ -311,14 +359,6 @@ func serveOn(s *http.Server, ln net.Listener) error {
 		return err
 	}
 	return nil
-}
-
-func listen(what, addr string) (net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("%s address %s: %w", what, addr, err)
-	}
-	return ln, nil
 }
 
 // checkDataDir creates the data directory and proves it is writable.
@@ -361,21 +401,21 @@ func adminMux(reg *prometheus.Registry, ready func() bool) http.Handler {
 	return mux
 }
 
-func printBootstrap(b accounts.Bootstrap, apiAddr string) {
+func printBootstrap(out io.Writer, b accounts.Bootstrap, apiAddr string) {
 	base := "http://" + apiAddr
 	if !b.Created {
-		fmt.Printf("platform: API at %s (existing data directory; keys were printed on first start)\n", base)
+		fmt.Fprintf(out, "platform: API at %s (existing data directory: the owner key was printed on its first start; lost? platform owner-key reset)\n", base)
 		return
 	}
-	fmt.Printf("platform: created workspace %q (%s) on plan %s, owner %s\n", b.Workspace.Name, b.Workspace.ID, b.Workspace.Plan, b.OwnerEmail)
+	fmt.Fprintf(out, "platform: created workspace %q (%s) on plan %s, owner %s\n", b.Workspace.Name, b.Workspace.ID, b.Workspace.Plan, b.OwnerEmail)
 	if b.Key != "" {
-		fmt.Printf("platform: owner API key (shown once, store it now): %s\n", b.Key)
+		fmt.Fprintf(out, "platform: owner API key (shown once, store it now): %s\n", b.Key)
 	} else {
-		fmt.Printf("platform: owner API key: the one given with --bootstrap-key\n")
+		fmt.Fprintf(out, "platform: owner API key: the one given with --bootstrap-key\n")
 	}
-	fmt.Printf("platform: dashboard password setup token (once, 7 days): %s\n", b.SetupToken)
-	fmt.Printf("          curl -X POST %s/api/members/accept -d '{\"token\":\"%s\",\"password\":\"<choose one>\"}'\n", base, b.SetupToken)
-	fmt.Printf("platform: API at %s   try: curl -H 'Authorization: Bearer <key>' %s/api/workspace\n", base, base)
+	fmt.Fprintf(out, "platform: dashboard password setup token (once, 7 days): %s\n", b.SetupToken)
+	fmt.Fprintf(out, "          curl -X POST %s/api/members/accept -d '{\"token\":\"%s\",\"password\":\"<choose one>\"}'\n", base, b.SetupToken)
+	fmt.Fprintf(out, "platform: API at %s   try: curl -H 'Authorization: Bearer <key>' %s/api/workspace\n", base, base)
 }
 
 // ownAddrs are the platform's own listeners as address-port pairs, which

@@ -179,12 +179,21 @@ type BootstrapConfig struct {
 // MinBootstrapKeyLen is the shortest operator-supplied key accepted.
 const MinBootstrapKeyLen = 24
 
+// Validate reports an operator-supplied key EnsureBootstrap would refuse.
+// It is pure, so a start can check it before it creates anything.
+func (c BootstrapConfig) Validate() error {
+	if c.Key != "" && (len(c.Key) < MinBootstrapKeyLen || len(c.Key) > 512 || strings.ContainsAny(c.Key, " \t\r\n")) {
+		return fmt.Errorf("accounts: --bootstrap-key must be %d to 512 characters without spaces", MinBootstrapKeyLen)
+	}
+	return nil
+}
+
 // EnsureBootstrap creates the first workspace, its owner and the owner's
 // full-access key when the database holds no workspace; otherwise it does
 // nothing and returns Created false.
 func (s *Service) EnsureBootstrap(ctx context.Context, c BootstrapConfig) (Bootstrap, error) {
-	if c.Key != "" && (len(c.Key) < MinBootstrapKeyLen || len(c.Key) > 512 || strings.ContainsAny(c.Key, " \t\r\n")) {
-		return Bootstrap{}, fmt.Errorf("accounts: --bootstrap-key must be %d to 512 characters without spaces", MinBootstrapKeyLen)
+	if err := c.Validate(); err != nil {
+		return Bootstrap{}, err
 	}
 	if c.Plan == "" {
 		c.Plan = plans.Hobby

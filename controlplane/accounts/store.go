@@ -52,6 +52,12 @@ type Store interface {
 	// and lets apply decide; when apply returns true, having set
 	// k.RevokedAt, the revocation is stored.
 	RevokeKey(ctx context.Context, workspace, id string, apply func(k *Key) (bool, error), ev func(Key) audit.Event) (Key, error)
+	// ResetMemberKeys loads k's member (404 when absent) and lets check
+	// refuse it given the counts of the workspace's and the member's
+	// unrevoked keys (after the revocation); then, when revoke, it revokes
+	// every unrevoked key of the member, ephemeral ones included, at
+	// k.CreatedAt, and stores k. It returns the revoked keys' ids.
+	ResetMemberKeys(ctx context.Context, k KeyRecord, revoke bool, check func(m Member, workspaceActive, memberActive int) error, ev func(m Member, revoked []string) audit.Event) ([]string, error)
 
 	// Members lists the workspace's members, oldest first.
 	Members(ctx context.Context, workspace string) ([]Member, error)
@@ -443,6 +449,59 @@ func (s *SQLStore) RevokeKey(ctx context.Context, workspace, id string, apply fu
 		return s.audit.Record(ctx, tx, ev(k))
 	})
 	return k, err
+}
+
+// ResetMemberKeys implements Store.
+func (s *SQLStore) ResetMemberKeys(ctx context.Context, k KeyRecord, revoke bool, check func(Member, int, int) error, ev func(Member, []string) audit.Event) ([]string, error) {
+	var revoked []string
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		revoked = nil
+		m, err := scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+` FROM members WHERE workspace_id = ? AND id = ?`, k.WorkspaceID, k.MemberID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return api.NotFound("member")
+		}
+		if err != nil {
+			return err
+		}
+		if revoke {
+			rows, err := tx.QueryContext(ctx, `SELECT id FROM api_keys WHERE member_id = ? AND revoked_at = '' ORDER BY created_at, id`, m.ID)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				revoked = append(revoked, id)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE member_id = ? AND revoked_at = ''`,
+				store.FormatTime(k.CreatedAt), m.ID); err != nil {
+				return err
+			}
+		}
+		var ws, member int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*), count(CASE WHEN member_id = ? AND ephemeral = 0 THEN 1 END)
+			FROM api_keys WHERE workspace_id = ? AND revoked_at = ''`, m.ID, k.WorkspaceID).Scan(&ws, &member); err != nil {
+			return err
+		}
+		if err := check(m, ws, member); err != nil {
+			return err
+		}
+		if err := insertKey(ctx, tx, k); err != nil {
+			return err
+		}
+		if err := notifyKeys(ctx, s.db, tx, invMember+m.ID); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, tx, ev(m, revoked))
+	})
+	return revoked, err
 }
 
 const memberCols = `id, email, name, role, status, totp_enabled, email_verified, password_hash <> '', created_at`

@@ -115,6 +115,19 @@ func testSQLStoreRefusalStoresNothing(t *testing.T, eng pgtest.Engine) {
 			}, event[accounts.Key]("key.revoke"))
 			return err
 		}},
+		{"owner key reset refused", func(st *accounts.SQLStore) error {
+			k := accounts.KeyRecord{WorkspaceID: "ws_1", SecretHash: auth.HashSecret("k3"),
+				Key: accounts.Key{ID: "key_3", Name: "k3", Prefix: "svc_k3", Access: "full", MemberID: "mem_owner", CreatedAt: t0}}
+			_, err := st.ResetMemberKeys(ctx, k, true, func(m accounts.Member, active, member int) error {
+				if m.ID != "mem_owner" || active != 0 || member != 0 { // counted after the revocation
+					return fmt.Errorf("member %s, active = %d, member %d; want mem_owner, 0, 0", m.ID, active, member)
+				}
+				return errRefused
+			}, func(accounts.Member, []string) audit.Event {
+				return audit.Event{Workspace: "ws_1", Action: "key.owner_reset"}
+			})
+			return err
+		}},
 		{"invitation expired", func(st *accounts.SQLStore) error {
 			_, err := st.AcceptInvitation(ctx, accounts.Acceptance{InviteHash: auth.HashSecret("setup"), PasswordHash: "h", Name: "New", At: t0},
 				func(expires time.Time) error {

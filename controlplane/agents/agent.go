@@ -172,6 +172,9 @@ type Run struct {
 	workspace, project string
 	starter            starter
 	keyID              string
+	// eventKey identifies a signed event run by what its signature covers
+	// (eventKey); empty for other runs.
+	eventKey string
 }
 
 // usd renders integer micro-dollars as a JSON decimal number, exactly.

@@ -114,9 +114,23 @@ func Verify(secret, header string, body []byte, now time.Time) error {
 var errSignature = api.E(api.KindUnauthenticated, "invalid_signature",
 	"Service-Signature does not match: sign t=<unix seconds>,v1=<hex HMAC-SHA256 of <t>.<raw body>> with the agent's events secret; timestamps more than 300 seconds from now are refused")
 
+// eventKey identifies a verified event by what its signature covers: the
+// signed timestamp and the SHA-256 of the body. The delivery id is not
+// signed, so the same signed event sent again under another delivery id
+// (a replay within the timestamp's window) has the same key.
+func eventKey(signature string, body []byte) string {
+	sig, err := ParseSignature(signature)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(body)
+	return strconv.FormatInt(sig.Timestamp, 10) + "." + hex.EncodeToString(sum[:])
+}
+
 // Event takes a signed app event for agent id: verified against the raw
-// body, a repeated delivery id answers the first run, otherwise a run is
-// queued (202 at once).
+// body, a repeated delivery id or a repeated signed timestamp and body
+// (eventKey) answers the first run, otherwise a run is queued (202 at
+// once).
 func (s *Service) Event(ctx context.Context, id, eventType, delivery, signature string, body []byte) (EventAnswer, error) {
 	a, err := s.st.agent(ctx, s.d.DB, id)
 	if err != nil {
@@ -141,10 +155,11 @@ func (s *Service) Event(ctx context.Context, id, eventType, delivery, signature 
 	case !json.Valid(body):
 		return EventAnswer{}, api.Invalid("the event body must be JSON")
 	}
-	if prev, err := s.st.runs(ctx, s.d.DB, `agent_id = ? AND delivery_id = ?`, a.ID, delivery); err != nil {
+	ev := eventRef{delivery: delivery, key: eventKey(signature, body), eventType: eventType}
+	if prev, dup, err := s.duplicateOf(ctx, s.d.DB, a.ID, ev); err != nil {
 		return EventAnswer{}, err
-	} else if len(prev) > 0 {
-		return EventAnswer{RunID: prev[0].ID, Status: prev[0].Status, Duplicate: true}, nil
+	} else if dup {
+		return EventAnswer{RunID: prev.ID, Status: prev.Status, Duplicate: true}, nil
 	}
 	if a.Status == StatusPaused {
 		return EventAnswer{}, ErrPaused
@@ -155,7 +170,7 @@ func (s *Service) Event(ctx context.Context, id, eventType, delivery, signature 
 		return EventAnswer{}, e
 	}
 	input := "App event " + eventType + " (delivery " + delivery + "):\n" + string(body)
-	x, dup, err := s.enqueue(ctx, a, a.setup, ModeEvent, input, delivery, eventType, "")
+	x, dup, err := s.enqueue(ctx, a, a.setup, ModeEvent, input, ev)
 	if err != nil {
 		s.events.giveBack(a.ID, EventsPerMinute)
 		return EventAnswer{}, err

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/ai/provider"
@@ -31,29 +32,55 @@ func queueCap(mode string) int {
 }
 
 // enqueueRun stores a queued run and its job in one transaction, and wakes
-// the workers so that it starts at once when the plan allows. A delivery id
-// seen before answers the first run (dup true) and queues nothing.
-func (s *Service) enqueueRun(ctx context.Context, a Agent, st starter, mode, input, delivery, eventType, visitor string) (Run, error) {
-	x, _, err := s.enqueue(ctx, a, st, mode, input, delivery, eventType, visitor)
+// the workers so that it starts at once when the plan allows.
+func (s *Service) enqueueRun(ctx context.Context, a Agent, st starter, mode, input string) (Run, error) {
+	x, _, err := s.enqueue(ctx, a, st, mode, input, eventRef{})
 	return x, err
 }
 
-func (s *Service) enqueue(ctx context.Context, a Agent, st starter, mode, input, delivery, eventType, visitor string) (Run, bool, error) {
+// eventRef is what identifies a signed app event: the sender's delivery id
+// and the event key (eventKey) of what its signature covers.
+type eventRef struct {
+	delivery, key, eventType string
+}
+
+// duplicateOf returns the run an event already started: one of the same
+// delivery id or of the same event key (the same signed timestamp and
+// body, replayed under another delivery id).
+func (s *Service) duplicateOf(ctx context.Context, q store.Querier, agentID string, ev eventRef) (Run, bool, error) {
+	where, args := []string{}, []any{agentID}
+	if ev.delivery != "" {
+		where, args = append(where, "delivery_id = ?"), append(args, ev.delivery)
+	}
+	if ev.key != "" {
+		where, args = append(where, "event_key = ?"), append(args, ev.key)
+	}
+	if len(where) == 0 {
+		return Run{}, false, nil
+	}
+	prev, err := s.st.runs(ctx, q, `agent_id = ? AND (`+strings.Join(where, " OR ")+`) ORDER BY seq LIMIT 1`, args...)
+	if err != nil || len(prev) == 0 {
+		return Run{}, false, err
+	}
+	return prev[0], true, nil
+}
+
+// enqueue is enqueueRun for a run that ev may have started already: a
+// delivery id or event key seen before answers the first run (dup true)
+// and queues nothing.
+func (s *Service) enqueue(ctx context.Context, a Agent, st starter, mode, input string, ev eventRef) (Run, bool, error) {
 	now := s.now()
 	x := Run{ID: store.NewID("run"), AgentID: a.ID, Mode: mode, Status: RunQueued, Input: input, Steps: []Step{}, CreatedAt: now,
-		EventType: eventType, workspace: a.workspace, project: a.ProjectID, starter: st}
+		EventType: ev.eventType, workspace: a.workspace, project: a.ProjectID, starter: st, eventKey: ev.key}
 	dup := false
 	err := s.d.DB.Tx(ctx, func(tx *sql.Tx) error {
-		dup = false // fn may run again after a serialization failure
-		if delivery != "" {
-			prev, err := s.st.runs(ctx, tx, `agent_id = ? AND delivery_id = ?`, a.ID, delivery)
-			if err != nil {
-				return err
-			}
-			if len(prev) > 0 {
-				x, dup = prev[0], true
-				return nil
-			}
+		prev, seen, err := s.duplicateOf(ctx, tx, a.ID, ev)
+		if err != nil {
+			return err
+		}
+		if dup = seen; dup { // fn may run again after a serialization failure
+			x = prev
+			return nil
 		}
 		if c := queueCap(mode); c > 0 {
 			waiting, err := s.st.count(ctx, tx, `SELECT count(*) FROM agent_runs WHERE agent_id = ? AND mode = ? AND status = 'queued'`, a.ID, mode)
@@ -65,12 +92,19 @@ func (s *Service) enqueue(ctx context.Context, a Agent, st starter, mode, input,
 					With("limit", c).With("current", waiting)
 			}
 		}
-		if err := s.st.insertRun(ctx, tx, x, delivery, visitor); err != nil {
+		if err := s.st.insertRun(ctx, tx, x, ev.delivery, ""); err != nil {
 			return err
 		}
-		_, err := s.d.Jobs.Enqueue(ctx, tx, jobRun, runPayload{Run: x.ID}, jobs.EnqueueOptions{Key: x.ID})
+		_, err = s.d.Jobs.Enqueue(ctx, tx, jobRun, runPayload{Run: x.ID}, jobs.EnqueueOptions{Key: x.ID})
 		return err
 	})
+	if err != nil && store.IsUniqueViolation(err) {
+		// The same event committed meanwhile (the unique indexes on the
+		// delivery id and the event key): answer its run.
+		if prev, seen, derr := s.duplicateOf(ctx, s.d.DB, a.ID, ev); derr == nil && seen {
+			return prev, true, nil
+		}
+	}
 	if err != nil {
 		return Run{}, false, err
 	}

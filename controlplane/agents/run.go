@@ -60,7 +60,7 @@ func (s *Service) Run(ctx context.Context, p *auth.Principal, id string, req Run
 	}
 	st := starterOf(p)
 	if req.Background {
-		x, err := s.enqueueRun(ctx, a, st, ModeBackground, req.Input, "", "", "")
+		x, err := s.enqueueRun(ctx, a, st, ModeBackground, req.Input)
 		if err != nil {
 			s.runs.giveBack(a.workspace, RunsPerMinute)
 		}

@@ -151,7 +151,7 @@ func (s *Service) fireSlot(ctx context.Context, agentID string, slot time.Time) 
 		input = "Scheduled run at " + store.FormatTime(slot) + "."
 	}
 	if startErr == nil {
-		_, startErr = s.enqueueRun(ctx, a, a.setup, ModeSchedule, input, "", "", "")
+		_, startErr = s.enqueueRun(ctx, a, a.setup, ModeSchedule, input)
 	}
 	// Advance the schedule whatever happened to this slot.
 	err = s.d.DB.Tx(ctx, func(tx *sql.Tx) error {

@@ -199,13 +199,49 @@ func TestEvents(t *testing.T) {
 			t.Fatalf("%+v", a)
 		}
 	})
+	runs := func() int {
+		var n int
+		if err := e.db.QueryRow(`SELECT count(*) FROM agent_runs WHERE agent_id = ?`, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	t.Run("replayed signature under new delivery ids is not a second run", func(t *testing.T) {
+		e.clk.Advance(time.Minute)
+		at := e.clk.Now()
+		ev := `{"order":77}`
+		var orig EventAnswer
+		e.do("", "POST", path, ev, signed(secret, at, ev, "orig")...).ok(t, &orig)
+		before := runs()
+		for i, wait := range []time.Duration{0, time.Second, 299 * time.Second} {
+			e.clk.Advance(wait) // still inside the 300 seconds the signature is accepted
+			var a EventAnswer
+			r := e.do("", "POST", path, ev, signed(secret, at, ev, fmt.Sprintf("replay-%d", i))...)
+			r.want(t, 202, "")
+			r.ok(t, &a)
+			if a.RunID != orig.RunID || !a.Duplicate {
+				t.Fatalf("replay %d answered %+v, the first %+v", i, a, orig)
+			}
+		}
+		if n := runs(); n != before {
+			t.Fatalf("%d runs after the replays, %d before", n, before)
+		}
+		// The same body signed afresh is a new event; another body signed
+		// at the same second too.
+		var fresh, other EventAnswer
+		e.do("", "POST", path, ev, signed(secret, e.clk.Now(), ev, "fresh")...).ok(t, &fresh)
+		e.do("", "POST", path, `{"order":78}`, signed(secret, at, `{"order":78}`, "other")...).ok(t, &other)
+		if fresh.Duplicate || other.Duplicate || fresh.RunID == orig.RunID || other.RunID == orig.RunID || runs() != before+2 {
+			t.Fatalf("fresh %+v, other %+v, %d runs", fresh, other, runs())
+		}
+	})
 	t.Run("30 a minute", func(t *testing.T) {
 		e.clk.Advance(time.Minute)
-		for i := 1; i < EventsPerMinute; i++ { // d1 already took one this minute? no: a new minute
-			e.do("", "POST", path, body, signed(secret, e.clk.Now(), body, fmt.Sprintf("r%d", i))...).want(t, 202, "")
+		ev := func(i int) string { return fmt.Sprintf(`{"order":%d}`, 1000+i) }
+		for i := 1; i <= EventsPerMinute; i++ {
+			e.do("", "POST", path, ev(i), signed(secret, e.clk.Now(), ev(i), fmt.Sprintf("r%d", i))...).want(t, 202, "")
 		}
-		e.do("", "POST", path, body, signed(secret, e.clk.Now(), body, "r30")...).want(t, 202, "")
-		e.do("", "POST", path, body, signed(secret, e.clk.Now(), body, "r31")...).want(t, 429, "rate_limited")
+		e.do("", "POST", path, ev(31), signed(secret, e.clk.Now(), ev(31), "r31")...).want(t, 429, "rate_limited")
 	})
 	t.Run("rotate and paused", func(t *testing.T) {
 		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"events": "rotate"}).ok(t, &out)

@@ -198,10 +198,10 @@ func (st sqlStore) insertRun(ctx context.Context, q store.Querier, x Run, delive
 		started = store.FormatTime(*x.StartedAt)
 	}
 	_, err := q.ExecContext(ctx, `INSERT INTO agent_runs(id, agent_id, workspace_id, project_id, mode, status, input, starter_member,
-		starter_key, read_only, delivery_id, event_type, visitor, created_at, started_at, seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,
+		starter_key, read_only, delivery_id, event_key, event_type, visitor, created_at, started_at, seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,
 		(SELECT coalesce(max(seq), 0) + 1 FROM agent_runs WHERE agent_id = ?))`,
 		x.ID, x.AgentID, x.workspace, x.project, x.Mode, x.Status, x.Input, x.starter.Member, x.starter.Key, b2i(x.starter.ReadOnly),
-		deliveryID, x.EventType, visitor, store.FormatTime(x.CreatedAt), started, x.AgentID)
+		deliveryID, x.eventKey, x.EventType, visitor, store.FormatTime(x.CreatedAt), started, x.AgentID)
 	if err != nil {
 		return fmt.Errorf("agents: insert run: %w", err)
 	}

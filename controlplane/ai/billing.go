@@ -35,7 +35,7 @@ func (b billingLedger) Summary(ctx context.Context, ws string) (CreditSummary, e
 		return CreditSummary{}, err
 	}
 	out := CreditSummary{Included: Micros(s.Included), IncludedUsed: Micros(s.IncludedUsed), IncludedLeft: Micros(s.IncludedLeft),
-		Balance: Micros(s.Balance), Reserved: Micros(s.Reserved), MonthSpend: Micros(s.MonthSpend)}
+		Balance: Micros(s.Balance), Reserved: Micros(s.Reserved), Owed: Micros(s.Owed), MonthSpend: Micros(s.MonthSpend)}
 	if s.SpendLimit != nil {
 		v := Micros(*s.SpendLimit)
 		out.SpendLimit = &v

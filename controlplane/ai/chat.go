@@ -236,7 +236,7 @@ func (s *Service) route(ctx context.Context, ws string, plan plans.Name, st *Set
 				return nil, api.E(api.KindPaymentRequired, "email_unverified",
 					"no edge model is available and vendor models need the workspace owner's verified e-mail on the hobby plan")
 			}
-			return nil, api.E(api.KindUnavailable, "ai_unavailable",
+			return nil, api.E(api.KindBadGateway, "ai_unavailable",
 				"no enabled model of tier %s has a configured provider; configure one in --ai-config or enable a model (PUT /api/ai/settings)", tier)
 		}
 		return rt, nil
@@ -267,7 +267,7 @@ func (s *Service) route(ctx context.Context, ws string, plan plans.Name, st *Set
 		}
 	}
 	if len(rt.candidates) == 0 {
-		return nil, api.E(api.KindUnavailable, "ai_unavailable",
+		return nil, api.E(api.KindBadGateway, "ai_unavailable",
 			"model %s's provider %q is not configured in --ai-config and no other model of its tier can answer", m.ID, m.Provider)
 	}
 	return rt, nil

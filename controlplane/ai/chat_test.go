@@ -271,11 +271,33 @@ func TestGatewaySwitchesAndUnconfigured(t *testing.T) {
 	if _, err := e.svc.UpdateSettings(context.Background(), &dev, SettingsRequest{Enabled: ptr(true)}); err == nil || !strings.Contains(err.Error(), "admin") {
 		t.Fatalf("developer switched the gateway: %v", err)
 	}
-	// Nothing configured: 503 naming --ai-config; the listing still answers.
+	// Nothing configured, or no provider for what is asked: 502
+	// ai_unavailable (the specification's status when no model can
+	// answer), naming --ai-config; nothing is charged.
 	u := newEnv(t, envOptions{noProviders: true})
-	r = u.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi"})
-	if r.status != 503 || r.code() != "ai_unavailable" || !strings.Contains(string(r.body), "--ai-config") {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	edgeOnly := newEnv(t, envOptions{configure: func(c *Config) {
+		delete(c.Providers, "openai")
+		delete(c.Providers, "anthropic")
+	}})
+	vendorsOnly := newEnv(t, envOptions{configure: func(c *Config) { delete(c.Providers, "edge") }})
+	for _, c := range []struct {
+		name, path string
+		env        *env
+		body       map[string]any
+	}{
+		{"nothing configured", "/api/ai/chat", u, map[string]any{"prompt": "hi"}},
+		{"nothing configured, compatible", "/api/ai/v1/chat/completions", u, map[string]any{"model": "service-1", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}},
+		{"no model of the tier has a provider", "/api/ai/chat", edgeOnly, map[string]any{"prompt": "hi", "tier": "deep"}},
+		{"pinned model without a provider, none in its tier", "/api/ai/chat", edgeOnly, map[string]any{"prompt": "hi", "model": "gpt-4.1"}},
+		{"embedding model without a provider", "/api/ai/embeddings", vendorsOnly, map[string]any{"input": []string{"x"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.env.do(ownerKey, "POST", c.path, c.body)
+			if r.status != 502 || r.code() != "ai_unavailable" || !strings.Contains(string(r.body), "--ai-config") {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			c.env.ledger.check(t)
+		})
 	}
 	r = u.do(ownerKey, "GET", "/api/ai/chat", nil)
 	var l ChatListing

@@ -115,6 +115,28 @@ func TestOpenAISDK(t *testing.T) {
 		if !errors.As(err, &apiErr) || apiErr.Code != "ai_request_refused" {
 			t.Fatalf("%v", err)
 		}
+		// Refusals of authentication and of the permission table come in
+		// the compatible shape too (type included).
+		for _, c := range []struct {
+			name, key, typ, code string
+			status               int
+			models               bool // refused listing the models too
+		}{
+			{"unknown key", "svc_not_a_key_at_all_0123456789", "authentication_error", "", 401, true},
+			{"read-only key", e.key("read_only", ""), "permission_error", "read_only_key", 403, false},
+			{"project key", e.key("full", "prj_a"), "permission_error", "workspace_key_required", 403, true},
+		} {
+			sc := e.sdk(c.key)
+			_, err := sc.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "service-1",
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("x")}})
+			var apiErr *openai.Error
+			if !errors.As(err, &apiErr) || apiErr.StatusCode != c.status || apiErr.Type != c.typ || (c.code != "" && apiErr.Code != c.code) || apiErr.Message == "" {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			if _, err := sc.Models.List(ctx); c.models && (!errors.As(err, &apiErr) || apiErr.StatusCode != c.status || apiErr.Type != c.typ) {
+				t.Errorf("%s, models: %v", c.name, err)
+			}
+		}
 		// A stream that breaks midway reports stream_error to the SDK.
 		e.openai.Set("gpt-4.1", upstreamtest.Reply{Chunks: []string{"a", "b", "c"}, CutAfter: 1})
 		st := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "gpt-4.1", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("x")}})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svcplatform/platform/controlplane/billing"
 	"github.com/svcplatform/platform/jsonesc"
 )
 
@@ -94,6 +95,7 @@ func TestMoney(t *testing.T) {
 		{"1", "1", 1, 0, 500, 2},                                 // 1.05 micro-dollars -> 2
 		{"1000", "1000", 1 << 40, 1 << 40, 500, 210_000_000_000}, // clamped at 1e8 tokens each, no overflow
 		{"0", "0", 5, 5, 0, 0},
+		{"1000000", "1000000", 1 << 40, 1 << 40, 500, MaxCost}, // at most what the ledger takes in one movement
 	}
 	for _, c := range cases {
 		in, _ := ParseDollars(c.in)
@@ -111,6 +113,9 @@ func TestMoney(t *testing.T) {
 		if _, err := ParseDollars(s); !errors.Is(err, ErrBadAmount) {
 			t.Errorf("ParseDollars(%q) accepted", s)
 		}
+	}
+	if MaxCost != Micros(billing.MaxAmount) {
+		t.Fatalf("MaxCost %d, the ledger's largest movement %d", MaxCost, billing.MaxAmount)
 	}
 	b, _ := json.Marshal(struct{ C USD }{USD(1234)})
 	if string(b) != `{"C":0.001234}` {

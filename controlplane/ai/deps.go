@@ -11,7 +11,9 @@ import (
 // hold an estimate before a call, then charge exactly and release the rest.
 // Its refusals are api errors answering 402 with the specification's codes
 // (ai_credits_exhausted, ai_credits_insufficient, spend_limit_reached,
-// ai_request_too_large) and pass through unchanged.
+// ai_request_too_large) and pass through unchanged. Settle takes actual in
+// full: what the holds and the money left cannot pay is recorded as owed,
+// so the cost an answer and the history report is what the ledger took.
 type Ledger interface {
 	Reserve(ctx context.Context, r ReserveRequest) (Reservation, error)
 	Settle(ctx context.Context, reservationID string, actual Micros) error
@@ -35,13 +37,16 @@ type Reservation struct {
 
 // CreditSummary is the workspace's AI money as GET /api/ai/chat shows it.
 type CreditSummary struct {
-	Included     Micros  `json:"included"`
-	IncludedUsed Micros  `json:"includedUsed"`
-	IncludedLeft Micros  `json:"includedLeft"`
-	Balance      Micros  `json:"balance"`
-	Reserved     Micros  `json:"reserved"`
-	MonthSpend   Micros  `json:"monthSpend"`
-	SpendLimit   *Micros `json:"spendLimit"`
+	Included     Micros `json:"included"`
+	IncludedUsed Micros `json:"includedUsed"`
+	IncludedLeft Micros `json:"includedLeft"`
+	Balance      Micros `json:"balance"`
+	Reserved     Micros `json:"reserved"`
+	// Owed is what requests used above what could be charged when they
+	// finished; the next Balance load pays it.
+	Owed       Micros  `json:"owed"`
+	MonthSpend Micros  `json:"monthSpend"`
+	SpendLimit *Micros `json:"spendLimit"`
 }
 
 // Plans tells a workspace's plan.

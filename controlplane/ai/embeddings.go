@@ -112,7 +112,7 @@ func (s *Service) embed(ctx context.Context, ws string, in EmbedInput) (*EmbedAn
 	}
 	prov, ok := s.providers[m.Provider]
 	if !ok {
-		return nil, api.E(api.KindUnavailable, "ai_unavailable", "embedding model %s's provider %q is not configured in --ai-config", m.ID, m.Provider)
+		return nil, api.E(api.KindBadGateway, "ai_unavailable", "embedding model %s's provider %q is not configured in --ai-config", m.ID, m.Provider)
 	}
 	id := store.NewID("air")
 	amount := Cost(m.InputPerMTok, 0, int64((size+2)/3+2*len(in.Input)), 0, s.markup(m))

@@ -28,12 +28,15 @@ import (
 
 const ownerKey = "test-owner-key-0123456789abcdef"
 
-// fakeLedger is an in-memory billing ledger with exact integer sums.
+// fakeLedger is an in-memory billing ledger with exact integer sums. Like
+// controlplane/billing it charges every settled cost in full: what the
+// holds and what is left cannot pay is owed.
 type fakeLedger struct {
 	mu         sync.Mutex
 	included   map[string]Micros
 	balance    map[string]Micros
 	charged    map[string]Micros
+	owed       map[string]Micros
 	initial    map[string]Micros
 	holds      map[string]*hold
 	spendLimit map[string]Micros
@@ -49,7 +52,7 @@ type hold struct {
 }
 
 func newFakeLedger() *fakeLedger {
-	return &fakeLedger{included: map[string]Micros{}, balance: map[string]Micros{}, charged: map[string]Micros{},
+	return &fakeLedger{included: map[string]Micros{}, balance: map[string]Micros{}, charged: map[string]Micros{}, owed: map[string]Micros{},
 		initial: map[string]Micros{}, holds: map[string]*hold{}, spendLimit: map[string]Micros{}, settled: make(chan string, 1024)}
 }
 
@@ -118,7 +121,8 @@ func (l *fakeLedger) Settle(_ context.Context, id string, actual Micros) error {
 		fromIncl := min(extra, l.included[h.ws])
 		l.included[h.ws] -= fromIncl
 		l.balance[h.ws] -= extra - fromIncl
-		l.charged[h.ws] += held + extra
+		l.charged[h.ws] += actual
+		l.owed[h.ws] += actual - held - extra
 		return nil
 	}
 	l.charged[h.ws] += actual
@@ -135,23 +139,23 @@ func (l *fakeLedger) Release(ctx context.Context, id string) error { return l.Se
 func (l *fakeLedger) Summary(_ context.Context, ws string) (CreditSummary, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := CreditSummary{IncludedLeft: l.included[ws], Balance: l.balance[ws], Reserved: l.heldLocked(ws), MonthSpend: l.charged[ws]}
+	s := CreditSummary{IncludedLeft: l.included[ws], Balance: l.balance[ws], Reserved: l.heldLocked(ws), Owed: l.owed[ws], MonthSpend: l.charged[ws]}
 	if lim, ok := l.spendLimit[ws]; ok {
 		s.SpendLimit = &lim
 	}
 	return s, nil
 }
 
-// check fails the test unless no money was created or lost and no hold is
-// left open.
+// check fails the test unless no money was created or lost (what was
+// charged and not owed came from the funds) and no hold is left open.
 func (l *fakeLedger) check(t *testing.T) {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for ws, init := range l.initial {
 		held := l.heldLocked(ws)
-		if got := l.included[ws] + l.balance[ws] + held + l.charged[ws]; got != init {
-			t.Errorf("ledger of %s: included %d + balance %d + held %d + charged %d = %d, want %d", ws, l.included[ws], l.balance[ws], held, l.charged[ws], got, init)
+		if got := l.included[ws] + l.balance[ws] + held + l.charged[ws] - l.owed[ws]; got != init {
+			t.Errorf("ledger of %s: included %d + balance %d + held %d + charged %d - owed %d = %d, want %d", ws, l.included[ws], l.balance[ws], held, l.charged[ws], l.owed[ws], got, init)
 		}
 		if held != 0 {
 			t.Errorf("ledger of %s: %d still held", ws, held)

@@ -115,9 +115,15 @@ const maxTokensCounted = 100_000_000
 // model's list price: 5 percent.
 const MaxMarkupBasisPoints = 500
 
+// MaxCost is the most one request costs: the billing ledger's largest
+// movement (billing.MaxAmount), so that every cost an answer reports is
+// one the ledger takes in full.
+const MaxCost Micros = 1_000_000 * MicrosPerDollar
+
 // Cost is the price of tokensIn and tokensOut at the given prices plus
 // markupBP basis points, rounded up to the next micro-dollar: one rounding
-// over the whole request, so no fraction is lost or made up per token.
+// over the whole request, so no fraction is lost or made up per token. It
+// is at most MaxCost.
 func Cost(in, out PerMTok, tokensIn, tokensOut int64, markupBP int) Micros {
 	tokensIn, tokensOut = clampTokens(tokensIn), clampTokens(tokensOut)
 	// tokens times micro-dollars per million tokens, times (10000 + markup):
@@ -133,14 +139,14 @@ func Cost(in, out PerMTok, tokensIn, tokensOut int64, markupBP int) Micros {
 	lo = loA
 	const den = 1_000_000 * 10_000
 	if hi >= den {
-		return Micros(1<<63 - 1)
+		return MaxCost
 	}
 	q, r := bits.Div64(hi, lo, den)
 	if r > 0 {
 		q++
 	}
-	if q > 1<<62 {
-		return Micros(1 << 62)
+	if q > uint64(MaxCost) {
+		return MaxCost
 	}
 	return Micros(q)
 }

@@ -22,8 +22,8 @@ func Routes(h Handlers) []api.Route {
 		{Method: U, Path: "/api/ai/settings", Op: auth.OpAIUse, Handler: h.PutSettings, Summary: "Switch the gateway or models on or off (admins)", Request: SettingsRequest{}, Response: SettingsView{}},
 
 		// The chat-completions-compatible surface (base path /api/ai/v1).
-		{Method: P, Path: "/api/ai/v1/chat/completions", Op: auth.OpAIUse, Handler: h.Completions, MaxBody: MaxChatBody, Summary: "Chat-completions-compatible chat (streaming included), plus field service", Request: CompletionRequest{}, Response: Completion{}},
-		{Method: G, Path: "/api/ai/v1/models", Op: auth.OpAIRead, Handler: h.Models, Summary: "Chat-completions-compatible model list", Response: ModelList{}},
-		{Method: P, Path: "/api/ai/v1/embeddings", Op: auth.OpAIUse, Handler: h.CompatEmbeddings, MaxBody: MaxChatBody, Summary: "Chat-completions-compatible embeddings", Request: CompatEmbeddingsRequest{}},
+		{Method: P, Path: "/api/ai/v1/chat/completions", Op: auth.OpAIUse, Handler: h.Completions, Errors: h.compatError, MaxBody: MaxChatBody, Summary: "Chat-completions-compatible chat (streaming included), plus field service", Request: CompletionRequest{}, Response: Completion{}},
+		{Method: G, Path: "/api/ai/v1/models", Op: auth.OpAIRead, Handler: h.Models, Errors: h.compatError, Summary: "Chat-completions-compatible model list", Response: ModelList{}},
+		{Method: P, Path: "/api/ai/v1/embeddings", Op: auth.OpAIUse, Handler: h.CompatEmbeddings, Errors: h.compatError, MaxBody: MaxChatBody, Summary: "Chat-completions-compatible embeddings", Request: CompatEmbeddingsRequest{}},
 	}
 }

@@ -176,9 +176,10 @@ func (s *Service) Catalogue() *Catalogue { return s.cat }
 // configured tells whether any provider is configured.
 func (s *Service) configured() bool { return len(s.providers) > 0 }
 
-// errUnconfigured is the 503 of a gateway with no provider.
+// errUnconfigured is the 502 ai_unavailable of a gateway with no provider
+// (the specification's status for "no model could answer").
 func errUnconfigured() error {
-	return api.E(api.KindUnavailable, "ai_unavailable",
+	return api.E(api.KindBadGateway, "ai_unavailable",
 		"no AI provider is configured: start the platform with --ai-config FILE (or PLATFORM_AI_CONFIG) naming providers and their keys; see controlplane/ai/README.md")
 }
 

@@ -97,6 +97,11 @@ type Route struct {
 	// OpenAPI document.
 	Request, Response any
 	Handler           HandlerFunc
+	// Errors, when set, writes every error of the route in the route's own
+	// shape, the refusals of authentication and of the permission table
+	// included (the AI gateway's chat-completions-compatible surface);
+	// WriteError's shape otherwise.
+	Errors func(w http.ResponseWriter, r *http.Request, err error)
 }
 
 // Observer is told of every answered request: the route's pattern (never
@@ -203,7 +208,7 @@ func serve(rt Route, o MountOptions) http.Handler {
 	if limit == 0 {
 		limit = DefaultMaxBody
 	}
-	return HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+	h := HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if !rt.Public {
 			p, err := o.Authn.Authenticate(r)
@@ -234,7 +239,15 @@ func serve(rt Route, o MountOptions) http.Handler {
 			r = r.WithContext(WithPrincipal(r.Context(), p))
 		}
 		return rt.Handler(w, r)
-	}).with(o.Log)
+	})
+	if rt.Errors != nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := h(w, r); err != nil {
+				rt.Errors(w, r, err)
+			}
+		})
+	}
+	return h.with(o.Log)
 }
 
 // Page reads limit (1..max, default def) and the opaque before/cursor

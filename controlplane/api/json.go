@@ -2,11 +2,14 @@ package api
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net/http"
+	"reflect"
 	"strings"
 )
 
@@ -88,11 +91,10 @@ func decodeError(data []byte, err error) error {
 	case errors.As(err, &syn):
 		return Invalid("malformed JSON at %s: %v", position(data, syn.Offset), syn)
 	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			return Invalid("request body must be a JSON object, not %s", typ.Value)
+		if typ.Field == "" {
+			return Invalid("request body must be a JSON object, not %s", valueOf(typ.Value))
 		}
-		return Invalid("field %q must be %s, not %s", field, jsonType(typ.Type.Kind().String()), typ.Value)
+		return Invalid("field %q %s", typ.Field, wrongType(typ.Type, typ.Value))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return Invalid("malformed JSON: the body ends early at %s", position(data, int64(len(data))))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
@@ -102,17 +104,84 @@ func decodeError(data []byte, err error) error {
 	return Invalid("invalid JSON: %v", err)
 }
 
-func jsonType(goKind string) string {
-	switch goKind {
+// wrongType says what a field of type t must be, given the JSON value
+// encoding/json could not store in it: value is "string", "bool",
+// "array", "object", "number", or "number <literal>".
+func wrongType(t reflect.Type, value string) string {
+	lit, isNumber := strings.CutPrefix(value, "number ")
+	isNumber = isNumber && lit != ""
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if !isNumber {
+			return "must be a whole number, not " + valueOf(value)
+		}
+		lo, hi := intRange(t)
+		if _, ok := new(big.Int).SetString(lit, 10); ok {
+			return fmt.Sprintf("must be a whole number from %s to %s, not %s", lo, hi, lit)
+		}
+		if f, ok := new(big.Float).SetString(lit); ok && f.IsInt() {
+			return fmt.Sprintf("must be a whole number written with digits only (no fraction or exponent), not %s", lit)
+		}
+		return "must be a whole number, not " + lit
+	case reflect.Float32, reflect.Float64:
+		if isNumber {
+			return "must be a number in range, not " + lit
+		}
+		return "must be a number, not " + valueOf(value)
+	}
+	return "must be " + jsonType(t) + ", not " + valueOf(value)
+}
+
+// intRange is the smallest and largest value of integer type t.
+func intRange(t reflect.Type) (lo, hi string) {
+	bits := uint(t.Bits())
+	switch t.Kind() {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		max := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), bits), big.NewInt(1))
+		return "0", max.String()
+	}
+	max := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), bits-1), big.NewInt(1))
+	min := new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), bits-1))
+	return min.String(), max.String()
+}
+
+// valueOf names the JSON value encoding/json reports: its literal for a
+// number, else its kind with an article.
+func valueOf(value string) string {
+	if lit, ok := strings.CutPrefix(value, "number "); ok && lit != "" {
+		return lit
+	}
+	switch value {
 	case "string":
 		return "a string"
 	case "bool":
-		return "true or false"
-	case "int", "int64", "int32", "uint", "uint64", "uint32", "float64", "float32":
+		return "a boolean"
+	case "number":
 		return "a number"
-	case "slice", "array":
+	case "array":
 		return "an array"
-	case "map", "struct":
+	case "object":
+		return "an object"
+	}
+	return value
+}
+
+var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+
+// jsonType names the JSON value a Go type takes.
+func jsonType(t reflect.Type) string {
+	if t.Implements(textUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return "a string"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
 		return "an object"
 	}
 	return "of another type"

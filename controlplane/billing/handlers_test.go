@@ -74,7 +74,7 @@ func testHandlers(t *testing.T, e pgtest.Engine) {
 	status, got := call(t, srv, "owner", "GET", "/api/billing", "")
 	want := map[string]any{
 		"month": "2026-11", "periodStart": "2026-11-01T00:00:00Z", "periodEnd": "2026-12-01T00:00:00Z", "plan": "pro", "currency": "usd",
-		"balanceMicros": 18e6, "reservedMicros": 1e6, "availableMicros": 17e6,
+		"balanceMicros": 18e6, "reservedMicros": 1e6, "owedMicros": 0.0, "availableMicros": 17e6,
 		"includedCreditMicros": 10e6, "includedCreditUsedMicros": 10e6, "includedCreditReservedMicros": 0.0, "includedCreditLeftMicros": 0.0,
 		"usageCreditMicros": 0.0, "usageCreditUsedMicros": 0.0, "usageCreditLeftMicros": 0.0,
 		"monthSpendMicros": 2e6, "spendLimitMicros": nil, "spendLimitLeftMicros": nil,

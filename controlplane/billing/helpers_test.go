@@ -124,15 +124,15 @@ func (f *fixture) settle(t testing.TB, id string, m Micros) {
 }
 
 // money is the part of a Summary the tests compare.
-type money struct{ Balance, Reserved, IncludedUsed, IncludedReserved, IncludedLeft, MonthSpend Micros }
+type money struct{ Balance, Reserved, IncludedUsed, IncludedReserved, IncludedLeft, MonthSpend, Owed Micros }
 
 func moneyOf(s Summary) money {
-	return money{s.Balance, s.Reserved, s.IncludedUsed, s.IncludedReserved, s.IncludedLeft, s.MonthSpend}
+	return money{s.Balance, s.Reserved, s.IncludedUsed, s.IncludedReserved, s.IncludedLeft, s.MonthSpend, s.Owed}
 }
 
 func (m money) String() string {
-	return fmt.Sprintf("balance %s reserved %s included used %s held %s left %s spend %s",
-		m.Balance.USD(), m.Reserved.USD(), m.IncludedUsed.USD(), m.IncludedReserved.USD(), m.IncludedLeft.USD(), m.MonthSpend.USD())
+	return fmt.Sprintf("balance %s reserved %s included used %s held %s left %s spend %s owed %s",
+		m.Balance.USD(), m.Reserved.USD(), m.IncludedUsed.USD(), m.IncludedReserved.USD(), m.IncludedLeft.USD(), m.MonthSpend.USD(), m.Owed.USD())
 }
 
 func wantErr(t testing.TB, err, want error) {

@@ -331,15 +331,15 @@ func (h *hot) tryReserve(ctx context.Context, r ReserveRequest, pool string, ter
 	}
 	a := w.acct
 	creditLeft := max0(terms.credit(pool) - cm.used - cm.reserved)
-	available := a.balance - a.reserved
+	available := a.free()
 	fromCredit := min(creditLeft, r.Amount)
 	fromBalance := r.Amount - fromCredit
 	if fromBalance > 0 {
 		switch {
-		case creditLeft == 0 && available == 0:
+		case creditLeft == 0 && available <= 0:
 			return Reservation{}, ErrCreditsExhausted
 		case fromBalance > available:
-			return Reservation{}, ErrCreditsInsufficient.detail("estimate %s dollars, %s left", r.Amount.USD(), (creditLeft + available).USD())
+			return Reservation{}, ErrCreditsInsufficient.detail("estimate %s dollars, %s left", r.Amount.USD(), (creditLeft + max0(available)).USD())
 		}
 		if a.limit != nil {
 			bm, err := h.month(ctx, r.Workspace, w, month, poolBalance)
@@ -416,7 +416,8 @@ func (h *hot) settle(ctx context.Context, id string, actual Micros) (result stri
 		}
 	}
 	if excess := actual - fromCredit - fromBalance; excess > 0 {
-		// Above what was held: only what is available now (txn.available).
+		// Above what was held: the credit left, then the Balance's free
+		// money (txn.excess); the rest is owed.
 		terms, err := h.termsOf(ctx, ws, w)
 		if err != nil {
 			return "", nil, err
@@ -426,15 +427,7 @@ func (h *hot) settle(ctx context.Context, id string, actual Micros) (result stri
 			return "", nil, err
 		}
 		c := min(excess, max0(terms.credit(r.creditPool)-cm.used-cm.reserved))
-		room := w.acct.balance - w.acct.reserved
-		if w.acct.limit != nil {
-			bm, err := h.month(ctx, ws, w, r.month, poolBalance)
-			if err != nil {
-				return "", nil, err
-			}
-			room = min(room, max0(*w.acct.limit-bm.used-bm.reserved))
-		}
-		b := min(excess-c, room)
+		b := min(excess-c, max0(w.acct.free()))
 		more := []entry{with(base, r.creditPool, c), with(base, poolBalance, b)}
 		for _, e := range more {
 			if err := h.apply(ctx, ws, w, e); err != nil {
@@ -446,6 +439,7 @@ func (h *hot) settle(ctx context.Context, id string, actual Micros) (result stri
 	}
 	h.forget(w, id)
 	total, uncollected := fromCredit+fromBalance, actual-fromCredit-fromBalance
+	w.acct.owed += uncollected
 	purpose, pool := r.purpose, r.creditPool
 	charged = func() { h.l.m.charged(purpose, pool, fromCredit, fromBalance) }
 	return "settled", charged, h.w.enqueue(op{ws: ws, now: now, entries: entries,
@@ -496,10 +490,10 @@ func (h *hot) check(ctx context.Context, ws string) error {
 	if err != nil {
 		return err
 	}
-	if a.balance != w.acct.balance || a.reserved != w.acct.reserved || (a.limit == nil) != (w.acct.limit == nil) ||
+	if a.balance != w.acct.balance || a.reserved != w.acct.reserved || a.owed != w.acct.owed || (a.limit == nil) != (w.acct.limit == nil) ||
 		(a.limit != nil && *a.limit != *w.acct.limit) {
-		return fmt.Errorf("%w: %s: memory holds balance %d reserved %d, the database %d %d", ErrMismatch, ws,
-			w.acct.balance, w.acct.reserved, a.balance, a.reserved)
+		return fmt.Errorf("%w: %s: memory holds balance %d reserved %d owed %d, the database %d %d %d", ErrMismatch, ws,
+			w.acct.balance, w.acct.reserved, w.acct.owed, a.balance, a.reserved, a.owed)
 	}
 	for k, m := range w.months {
 		d, err := readMonth(ctx, h.l.db, ws, k.month, k.pool)
@@ -685,7 +679,7 @@ const (
 	sqlEnsureMonth = `INSERT INTO billing_months (workspace_id, month, pool) VALUES (?,?,?)
 		ON CONFLICT (workspace_id, month, pool) DO NOTHING`
 	sqlUpdateMonth   = `UPDATE billing_months SET used = used + ?, reserved = reserved + ? WHERE workspace_id = ? AND month = ? AND pool = ?`
-	sqlUpdateAccount = `UPDATE billing_accounts SET balance = balance + ?, reserved = reserved + ?, updated_at = ? WHERE workspace_id = ?`
+	sqlUpdateAccount = `UPDATE billing_accounts SET balance = balance + ?, reserved = reserved + ?, owed = owed + ?, updated_at = ? WHERE workspace_id = ?`
 	sqlClose         = `UPDATE billing_reservations SET state = ?, charged = ?, uncollected = ?, closed_at = ? WHERE id = ?`
 )
 
@@ -859,7 +853,7 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, batch []op) error {
 		ws string
 		monthKey
 	}
-	type delta struct{ used, reserved, balance Micros }
+	type delta struct{ used, reserved, balance, owed Micros }
 	months := map[monthDelta]*delta{}
 	accounts := map[string]*delta{}
 	var mkeys []monthDelta
@@ -975,6 +969,15 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, batch []op) error {
 			}
 		}
 		if c := o.close; c != nil {
+			if c.uncollected > 0 { // owed by the workspace (txn.closeReservation)
+				a := accounts[o.ws]
+				if a == nil {
+					a = &delta{}
+					accounts[o.ws] = a
+					akeys = append(akeys, o.ws)
+				}
+				a.owed += c.uncollected
+			}
 			if _, ok := folded[c.id]; ok {
 				continue // inserted closed
 			}
@@ -1008,10 +1011,10 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, batch []op) error {
 	now := store.FormatTime(batch[len(batch)-1].now)
 	for _, ws := range akeys {
 		d := accounts[ws]
-		if d.balance == 0 && d.reserved == 0 {
+		if d.balance == 0 && d.reserved == 0 && d.owed == 0 {
 			continue
 		}
-		if _, err := stmt(st.updateAccount).ExecContext(ctx, int64(d.balance), int64(d.reserved), now, ws); err != nil {
+		if _, err := stmt(st.updateAccount).ExecContext(ctx, int64(d.balance), int64(d.reserved), int64(d.owed), now, ws); err != nil {
 			return fmt.Errorf("billing: balance %s: %w", ws, err)
 		}
 	}

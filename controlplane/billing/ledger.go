@@ -210,15 +210,15 @@ func (l *Ledger) Reserve(ctx context.Context, r ReserveRequest) (Reservation, er
 			return err
 		}
 		creditLeft := max0(terms.credit(pool) - cm.used - cm.reserved)
-		available := a.balance - a.reserved
+		available := a.free()
 		fromCredit := min(creditLeft, r.Amount)
 		fromBalance := r.Amount - fromCredit
 		if fromBalance > 0 {
 			switch {
-			case creditLeft == 0 && available == 0:
+			case creditLeft == 0 && available <= 0:
 				return ErrCreditsExhausted
 			case fromBalance > available:
-				return ErrCreditsInsufficient.detail("estimate %s dollars, %s left", r.Amount.USD(), (creditLeft + available).USD())
+				return ErrCreditsInsufficient.detail("estimate %s dollars, %s left", r.Amount.USD(), (creditLeft + max0(available)).USD())
 			}
 			if a.limit != nil {
 				bm, err := t.month(month, poolBalance)
@@ -267,11 +267,15 @@ func max0(m Micros) Micros {
 
 // Settle charges exactly actual for reservation id and releases the rest of
 // what it held. actual is paid from what the reservation held (credit part
-// first); above that, only what is available (credit left, then the Balance
-// within the spending limit) is charged, and the remainder is recorded as
-// uncollected. Settling again is a no-op; settling a reservation that
-// SettleExpired already released charges actual from what is available
-// then. Settle after Release is ErrReservationClosed.
+// first); above that, from the credit pool's left-over, then from the
+// Balance's free money (what is used above an estimate was delivered, so
+// the spending limit, which bounds reservations, does not stop it), and
+// what the Balance lacks is owed: recorded on the reservation
+// (uncollected) and the workspace (owed), counted against the Balance and
+// paid by the next load. Nothing of actual is dropped. Settling again is a
+// no-op; settling a reservation that SettleExpired already released
+// charges actual the same way. Settle after Release is
+// ErrReservationClosed.
 func (l *Ledger) Settle(ctx context.Context, reservationID string, actual Micros) error {
 	if actual < 0 || actual > MaxAmount {
 		return ErrInvalidAmount.detail("actual cost must be from 0 to %s dollars, not %d micro-dollars", MaxAmount.USD(), actual)
@@ -351,8 +355,9 @@ func (l *Ledger) settle(ctx context.Context, reservationID string, actual Micros
 		case "expired":
 			result = "settled_late"
 		}
-		// Above what was held: only what is available now.
-		c, b, err := t.available(r.month, r.creditPool, terms.credit(r.creditPool), actual-fromCredit-fromBalance)
+		// Above what was held: the credit left, then the Balance's free
+		// money; the rest is owed.
+		c, b, err := t.excess(r.month, r.creditPool, terms.credit(r.creditPool), actual-fromCredit-fromBalance)
 		if err != nil {
 			return err
 		}
@@ -377,10 +382,21 @@ func (l *Ledger) settle(ctx context.Context, reservationID string, actual Micros
 	return nil
 }
 
+// excess splits amount, used above what a reservation held, into what is
+// charged now from the credit pool's left-over in month and from the
+// Balance's free money; the caller records the rest as owed.
+func (t *txn) excess(month, pool string, credit, amount Micros) (fromCredit, fromBalance Micros, err error) {
+	return t.split(month, pool, credit, amount, false)
+}
+
 // available splits amount into what can be charged now from the credit
-// pool's left-over in month and from the Balance within the spending limit;
-// what exceeds both is not charged.
+// pool's left-over in month and from the Balance's free money within the
+// spending limit; what exceeds both is not charged.
 func (t *txn) available(month, pool string, credit, amount Micros) (fromCredit, fromBalance Micros, err error) {
+	return t.split(month, pool, credit, amount, true)
+}
+
+func (t *txn) split(month, pool string, credit, amount Micros, withinLimit bool) (fromCredit, fromBalance Micros, err error) {
 	if amount <= 0 {
 		return 0, 0, nil
 	}
@@ -393,8 +409,8 @@ func (t *txn) available(month, pool string, credit, amount Micros) (fromCredit, 
 	if err != nil {
 		return 0, 0, err
 	}
-	room := a.balance - a.reserved
-	if a.limit != nil {
+	room := max0(a.free())
+	if a.limit != nil && withinLimit {
 		bm, err := t.month(month, poolBalance)
 		if err != nil {
 			return 0, 0, err
@@ -587,7 +603,9 @@ func (l *Ledger) Charge(ctx context.Context, workspace, project, purpose, ref st
 }
 
 // AddBalance loads amount into the workspace's Balance and records it in
-// the audit log (a money event) in the same transaction. actor says who
+// the audit log (a money event) in the same transaction. What the
+// workspace owes is paid from it first, in the same transaction (charge
+// entries against the requests that owed it, oldest first). actor says who
 // loaded it (the operator command passes "operator:<user>"), reason why.
 func (l *Ledger) AddBalance(ctx context.Context, workspace string, amount Micros, actor, reason string) error {
 	if amount <= 0 || amount > MaxLoad {
@@ -596,8 +614,10 @@ func (l *Ledger) AddBalance(ctx context.Context, workspace string, amount Micros
 	if workspace == "" {
 		return ErrUnknownWorkspace.detail("no workspace given")
 	}
+	done := func() {}
 	err := l.exclusive(workspace, func() error {
 		return l.tx(ctx, workspace, func(t *txn) error {
+			done = func() {} // fn may run again after a serialization failure
 			if err := t.ensure(); err != nil {
 				return err
 			}
@@ -611,17 +631,35 @@ func (l *Ledger) AddBalance(ctx context.Context, workspace string, amount Micros
 			if err := t.entry(entry{month: monthOf(t.now), pool: poolBalance, kind: kindLoad, amount: amount, actor: actor, reason: reason}); err != nil {
 				return err
 			}
+			byPurpose, err := t.collect()
+			if err != nil {
+				return err
+			}
+			var paid Micros
+			for _, x := range byPurpose {
+				paid += x
+			}
+			done = func() {
+				for purpose, x := range byPurpose {
+					l.m.charged(purpose, "", 0, x)
+				}
+			}
+			summary := fmt.Sprintf("Balance loaded with %s dollars by %s", amount.USD(), actor)
+			if paid > 0 {
+				summary += fmt.Sprintf("; %s dollars of it paid what earlier requests owed", paid.USD())
+			}
 			return l.audit.Record(ctx, t.tx, audit.Event{
 				Workspace: workspace, Action: "billing.balance_add", Category: audit.CategoryBilling,
-				TargetType: "workspace", TargetID: workspace,
-				Summary: fmt.Sprintf("Balance loaded with %s dollars by %s", amount.USD(), actor),
-				Details: map[string]any{"amountMicros": int64(amount), "balanceMicros": int64(a.balance + amount), "actor": actor, "reason": reason},
+				TargetType: "workspace", TargetID: workspace, Summary: summary,
+				Details: map[string]any{"amountMicros": int64(amount), "balanceMicros": int64(a.balance + amount - paid), "owedPaidMicros": int64(paid),
+					"actor": actor, "reason": reason},
 			})
 		})
 	})
 	if err != nil {
 		return fmt.Errorf("billing: add balance: %w", err)
 	}
+	done()
 	return nil
 }
 

@@ -132,16 +132,38 @@ func testReserveSettleRelease(t *testing.T, e pgtest.Engine) {
 			wantErr(t, f.l.Release(ctx, r.ID), nil)
 			wantErr(t, f.l.Settle(ctx, r.ID, usd), ErrReservationClosed)
 		}, money{Balance: 4 * usd, IncludedUsed: 10 * usd, MonthSpend: 1 * usd}},
-		{"actual above the estimate takes only what is available", func(t *testing.T) {
+		{"actual above the estimate: what is free is charged, the rest owed", func(t *testing.T) {
 			r := f.reserve(t, ws, usd)
 			other := f.reserve(t, ws, 2*usd) // held by someone else
-			f.settle(t, r.ID, 5*usd)         // 1 held + 1 available; 3 uncollected
+			f.settle(t, r.ID, 5*usd)         // 1 held + 1 free; 3 owed
 			f.settle(t, other.ID, 2*usd)
-		}, money{Balance: 0, IncludedUsed: 10 * usd, MonthSpend: 5 * usd}},
+		}, money{Balance: 0, IncludedUsed: 10 * usd, MonthSpend: 5 * usd, Owed: 3 * usd}},
+		{"owed counts against the Balance", func(t *testing.T) {
+			_, err := f.l.Reserve(ctx, ReserveRequest{Workspace: ws, Purpose: PurposeAI, Amount: 1})
+			wantErr(t, err, ErrCreditsExhausted)
+		}, money{Balance: 0, IncludedUsed: 10 * usd, MonthSpend: 5 * usd, Owed: 3 * usd}},
+		{"a load pays part of what is owed", func(t *testing.T) {
+			f.load(t, ws, 2*usd)
+			_, err := f.l.Reserve(ctx, ReserveRequest{Workspace: ws, Purpose: PurposeAI, Amount: 1})
+			wantErr(t, err, ErrCreditsExhausted)
+		}, money{Balance: 0, IncludedUsed: 10 * usd, MonthSpend: 7 * usd, Owed: usd}},
+		{"a larger load pays the rest; the remainder is free", func(t *testing.T) {
+			f.load(t, ws, 3*usd)
+		}, money{Balance: 2 * usd, IncludedUsed: 10 * usd, MonthSpend: 8 * usd}},
+		{"a load pays what is owed from money nothing holds", func(t *testing.T) {
+			a := f.reserve(t, ws, usd)
+			b := f.reserve(t, ws, usd)
+			f.settle(t, b.ID, 4*usd) // 1 held; a holds the other dollar; 3 owed
+			f.load(t, ws, usd)       // pays 1; a's dollar stays held
+			if s := f.summary(t, ws); s.Reserved != usd || s.Owed != 2*usd || s.Balance != usd {
+				t.Fatalf("after the load: %s", moneyOf(s))
+			}
+			f.settle(t, a.ID, usd)
+		}, money{Balance: 0, IncludedUsed: 10 * usd, MonthSpend: 11 * usd, Owed: 2 * usd}},
 		{"settle zero", func(t *testing.T) {
-			f.load(t, ws, usd)
+			f.load(t, ws, 3*usd)
 			f.settle(t, f.reserve(t, ws, usd).ID, 0)
-		}, money{Balance: usd, IncludedUsed: 10 * usd, MonthSpend: 5 * usd}},
+		}, money{Balance: usd, IncludedUsed: 10 * usd, MonthSpend: 13 * usd}},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
@@ -152,9 +174,14 @@ func testReserveSettleRelease(t *testing.T, e pgtest.Engine) {
 			f.verify(t)
 		})
 	}
-	var uncollected int64
-	if err := f.db.QueryRow(`SELECT sum(uncollected) FROM billing_reservations`).Scan(&uncollected); err != nil || uncollected != int64(3*usd) {
+	// Everything owed was paid by the loads, each payment a charge entry of
+	// the request that owed it.
+	var uncollected, paid int64
+	if err := f.db.QueryRow(`SELECT sum(uncollected) FROM billing_reservations`).Scan(&uncollected); err != nil || uncollected != 0 {
 		t.Fatalf("uncollected %d %v", uncollected, err)
+	}
+	if err := f.db.QueryRow(`SELECT sum(amount) FROM billing_entries WHERE kind = 'charge' AND reason = 'owed' AND reservation_id <> ''`).Scan(&paid); err != nil || paid != int64(6*usd) {
+		t.Fatalf("paid for what was owed %d %v", paid, err)
 	}
 	for _, c := range []struct {
 		name string

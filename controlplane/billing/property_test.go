@@ -195,9 +195,10 @@ func (m *model) check(t *testing.T, f *fixture) {
 		}
 	}
 	rows.Close()
-	// Settled reservations charged exactly their actual cost, less only
-	// what could not be collected; direct charges add up.
-	var reservations, entries Micros
+	// Settled reservations charged exactly their actual cost, less what
+	// they still owe (recorded, paid by a later load: never dropped);
+	// direct charges add up.
+	var reservations, entries, owed Micros
 	rrows, err := f.db.Query(`SELECT id, charged, uncollected, state FROM billing_reservations`)
 	if err != nil {
 		t.Fatal(err)
@@ -209,6 +210,7 @@ func (m *model) check(t *testing.T, f *fixture) {
 			t.Fatal(err)
 		}
 		reservations += charged
+		owed += uncollected
 		if a, ok := m.actual[id]; ok && (state != "settled" || charged+uncollected != a || charged < 0 || uncollected < 0) {
 			t.Fatalf("reservation %s %s: charged %d + uncollected %d != actual %d", id, state, charged, uncollected, a)
 		}
@@ -220,9 +222,16 @@ func (m *model) check(t *testing.T, f *fixture) {
 	var n struct{ settled, released, expired, open, entries int }
 	f.db.QueryRow(`SELECT count(*) FILTER (WHERE state='settled'), count(*) FILTER (WHERE state='released'), count(*) FILTER (WHERE state='expired'), count(*) FILTER (WHERE state='open'), (SELECT count(*) FROM billing_entries) FROM billing_reservations`).
 		Scan(&n.settled, &n.released, &n.expired, &n.open, &n.entries)
-	t.Logf("reservations settled %d released %d expired %d open %d; %d entries; charged %s directly", n.settled, n.released, n.expired, n.open, n.entries, m.charged.USD())
+	t.Logf("reservations settled %d released %d expired %d open %d; %d entries; charged %s directly; %s owed", n.settled, n.released, n.expired, n.open, n.entries, m.charged.USD(), owed.USD())
 	if entries != reservations+m.charged {
 		t.Fatalf("charge entries %d != reservations %d + direct charges %d", entries, reservations, m.charged)
+	}
+	var summed Micros
+	for _, ws := range workspaces {
+		summed += f.summary(t, ws).Owed
+	}
+	if summed != owed {
+		t.Fatalf("workspaces owe %d, their reservations %d", summed, owed)
 	}
 }
 

@@ -23,11 +23,17 @@ type txn struct {
 	ws  string
 }
 
-// account is the workspace's balance row.
+// account is the workspace's balance row. owed is what settled requests
+// used above what could be charged then (the sum of their reservations'
+// uncollected); it counts against the Balance until a load pays it.
 type account struct {
-	balance, reserved Micros
-	limit             *Micros
+	balance, reserved, owed Micros
+	limit                   *Micros
 }
+
+// free is the Balance's money that nothing holds or owes (negative while
+// more is owed than the Balance has free).
+func (a account) free() Micros { return a.balance - a.reserved - a.owed }
 
 // monthRow is one pool's month.
 type monthRow struct{ used, reserved Micros }
@@ -50,8 +56,8 @@ func (t *txn) account() (account, error) {
 func readAccount(ctx context.Context, q store.Querier, ws string) (account, error) {
 	var a account
 	var limit sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT balance, reserved, spend_limit FROM billing_accounts WHERE workspace_id = ?`, ws).
-		Scan(&a.balance, &a.reserved, &limit)
+	err := q.QueryRowContext(ctx, `SELECT balance, reserved, owed, spend_limit FROM billing_accounts WHERE workspace_id = ?`, ws).
+		Scan(&a.balance, &a.reserved, &a.owed, &limit)
 	if errors.Is(err, sql.ErrNoRows) {
 		return account{}, nil
 	}
@@ -168,8 +174,86 @@ func (t *txn) reservation(id string) (reservation, error) {
 	return r, err
 }
 
+// closeReservation closes reservation id as state, having charged charged;
+// uncollected, what its request used above that, becomes owed by the
+// workspace in the same transaction.
 func (t *txn) closeReservation(id, state string, charged, uncollected Micros) error {
-	_, err := t.tx.ExecContext(t.ctx, `UPDATE billing_reservations SET state = ?, charged = ?, uncollected = ?, closed_at = ? WHERE id = ?`,
-		state, int64(charged), int64(uncollected), store.FormatTime(t.now), id)
-	return err
+	if _, err := t.tx.ExecContext(t.ctx, `UPDATE billing_reservations SET state = ?, charged = ?, uncollected = ?, closed_at = ? WHERE id = ?`,
+		state, int64(charged), int64(uncollected), store.FormatTime(t.now), id); err != nil {
+		return err
+	}
+	return t.owe(uncollected)
 }
+
+// owe adds amount (negative: paid) to what the workspace owes.
+func (t *txn) owe(amount Micros) error {
+	if amount == 0 {
+		return nil
+	}
+	_, err := t.tx.ExecContext(t.ctx, `UPDATE billing_accounts SET owed = owed + ?, updated_at = ? WHERE workspace_id = ?`,
+		int64(amount), store.FormatTime(t.now), t.ws)
+	if err != nil {
+		return fmt.Errorf("billing: owed: %w", err)
+	}
+	return nil
+}
+
+// collect pays what the workspace owes from the Balance's money that no
+// reservation holds, oldest request first: each payment is a charge entry
+// of the request's month, purpose and reservation, moved from the
+// reservation's uncollected to its charged, in this transaction. It
+// returns what was paid by purpose.
+func (t *txn) collect() (map[string]Micros, error) {
+	a, err := t.account()
+	if err != nil || a.owed == 0 {
+		return nil, err
+	}
+	room := a.balance - a.reserved
+	if room <= 0 {
+		return nil, nil
+	}
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT id, project_id, purpose, ref, month, uncollected FROM billing_reservations
+		WHERE workspace_id = ? AND uncollected > 0 ORDER BY created_at, id`, t.ws)
+	if err != nil {
+		return nil, fmt.Errorf("billing: owed reservations: %w", err)
+	}
+	type owedRow struct {
+		e      entry
+		amount Micros
+	}
+	var owed []owedRow
+	for rows.Next() {
+		var o owedRow
+		if err := rows.Scan(&o.e.reservation, &o.e.project, &o.e.purpose, &o.e.ref, &o.e.month, &o.amount); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("billing: owed reservations: %w", err)
+		}
+		owed = append(owed, o)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("billing: owed reservations: %w", err)
+	}
+	paid := map[string]Micros{}
+	var total Micros
+	for _, o := range owed {
+		x := min(o.amount, room-total)
+		if x <= 0 {
+			break
+		}
+		o.e.kind, o.e.pool, o.e.amount, o.e.reason = kindCharge, poolBalance, x, reasonOwed
+		if err := t.entry(o.e); err != nil {
+			return nil, err
+		}
+		if _, err := t.tx.ExecContext(t.ctx, `UPDATE billing_reservations SET charged = charged + ?, uncollected = uncollected - ? WHERE id = ?`,
+			int64(x), int64(x), o.e.reservation); err != nil {
+			return nil, fmt.Errorf("billing: collect %s: %w", o.e.reservation, err)
+		}
+		paid[o.e.purpose] += x
+		total += x
+	}
+	return paid, t.owe(-total)
+}
+
+// reasonOwed marks the charge entries that pay what a request owed.
+const reasonOwed = "owed"

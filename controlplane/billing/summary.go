@@ -21,10 +21,13 @@ type Summary struct {
 	Currency    string     `json:"currency"`
 
 	// Balance is the money loaded and not yet charged, including what is
-	// held; Reserved is the part held by requests in flight; Available is
-	// Balance minus Reserved.
+	// held; Reserved is the part held by requests in flight; Owed is what
+	// finished requests used above what could be charged then, paid by the
+	// next load; Available is Balance minus Reserved and Owed (0 when they
+	// are more).
 	Balance   Micros `json:"balanceMicros"`
 	Reserved  Micros `json:"reservedMicros"`
+	Owed      Micros `json:"owedMicros" doc:"what finished requests used above what could be charged then (the Balance was empty): counted against the Balance and paid first by the next load"`
 	Available Micros `json:"availableMicros"`
 
 	// Included is the plan's monthly AI credit, IncludedUsed what was
@@ -75,7 +78,7 @@ func (l *Ledger) Summary(ctx context.Context, workspace string) (Summary, error)
 			return Summary{}, fmt.Errorf("billing: summary: %w", err)
 		}
 	}
-	s.Balance, s.Reserved, s.Available = a.balance, a.reserved, a.balance-a.reserved
+	s.Balance, s.Reserved, s.Owed, s.Available = a.balance, a.reserved, a.owed, max0(a.free())
 	s.IncludedUsed, s.IncludedReserved = ai.used, ai.reserved
 	s.IncludedLeft = max0(terms.AICredit - ai.used - ai.reserved)
 	s.UsageCreditUsed = usage.used
@@ -91,9 +94,11 @@ func (l *Ledger) Summary(ctx context.Context, workspace string) (Summary, error)
 // Verify recomputes workspace's balance rows from its ledger entries and
 // checks them, and the invariants, against what is stored: the Balance and
 // what is held are the sums of the entries, nothing is negative, no more is
-// held than the Balance has, and the open reservations hold exactly what is
-// recorded as reserved. It returns an error wrapping ErrMismatch on the
-// first difference.
+// held than the Balance has, the open reservations hold exactly what is
+// recorded as reserved, every reservation charged exactly the sum of its
+// charge entries, and what the workspace owes is the sum of what its
+// reservations left uncollected. It returns an error wrapping ErrMismatch
+// on the first difference.
 func (l *Ledger) Verify(ctx context.Context, workspace string) error {
 	if err := l.Flush(); err != nil {
 		return err
@@ -222,6 +227,55 @@ func verify(ctx context.Context, q store.Querier, workspace string) error {
 		if held[k] != m.reserved {
 			return fail("%s %s reserved %d, open reservations hold %d", k.month, k.pool, m.reserved, held[k])
 		}
+	}
+	return verifyCharges(ctx, q, workspace, a, fail)
+}
+
+// verifyCharges checks that each reservation charged exactly the sum of its
+// charge entries, that nothing it owes is negative, and that the
+// workspace's owed is the sum of what its reservations owe.
+func verifyCharges(ctx context.Context, q store.Querier, workspace string, a account, fail func(string, ...any) error) error {
+	entries := map[string]Micros{}
+	rows, err := q.QueryContext(ctx, `SELECT reservation_id, sum(amount) FROM billing_entries
+		WHERE workspace_id = ? AND kind = 'charge' AND reservation_id <> '' GROUP BY reservation_id`, workspace)
+	if err != nil {
+		return fmt.Errorf("billing: verify: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		var sum Micros
+		if err := rows.Scan(&id, &sum); err != nil {
+			rows.Close()
+			return fmt.Errorf("billing: verify: %w", err)
+		}
+		entries[id] = sum
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("billing: verify: %w", err)
+	}
+	rrows, err := q.QueryContext(ctx, `SELECT id, charged, uncollected FROM billing_reservations WHERE workspace_id = ?`, workspace)
+	if err != nil {
+		return fmt.Errorf("billing: verify: %w", err)
+	}
+	defer rrows.Close()
+	var owed Micros
+	for rrows.Next() {
+		var id string
+		var charged, uncollected Micros
+		if err := rrows.Scan(&id, &charged, &uncollected); err != nil {
+			return fmt.Errorf("billing: verify: %w", err)
+		}
+		if charged != entries[id] || uncollected < 0 {
+			return fail("reservation %s charged %d owing %d, its charge entries say %d", id, charged, uncollected, entries[id])
+		}
+		owed += uncollected
+	}
+	if err := rrows.Err(); err != nil {
+		return fmt.Errorf("billing: verify: %w", err)
+	}
+	if a.owed != owed {
+		return fail("owed %d, its reservations owe %d", a.owed, owed)
 	}
 	return nil
 }

@@ -20,7 +20,10 @@ type Meta struct {
 	// foreign-key actions are not included).
 	Changes int64 `json:"changes"`
 	// LastRowID is sqlite3_last_insert_rowid() after the statement on the
-	// connection that ran it; 0 for statements that only read.
+	// connection that ran it; 0 for statements that only read (SELECT,
+	// VALUES, WITH ... SELECT, EXPLAIN), even after an INSERT of the same
+	// request. Summed over a request's statements it is the last one that
+	// is not 0.
 	LastRowID int64 `json:"last_row_id"`
 	// RowsRead is how many rows the statements returned.
 	RowsRead int64 `json:"rows_read"`
@@ -36,10 +39,13 @@ type Meta struct {
 	ChangedDB bool `json:"changed_db"`
 }
 
-// add sums o into m; LastRowID and SizeAfter take o's.
+// add sums o into m; SizeAfter takes o's, and LastRowID o's unless o
+// only read (0), so the sum tells the request's last inserted rowid.
 func (m *Meta) add(o Meta) {
 	m.Changes += o.Changes
-	m.LastRowID = o.LastRowID
+	if o.LastRowID != 0 {
+		m.LastRowID = o.LastRowID
+	}
 	m.RowsRead += o.RowsRead
 	m.RowsWritten += o.RowsWritten
 	m.Duration += o.Duration
@@ -281,7 +287,12 @@ func (cn *conn) runAll(ctx context.Context, j *job, writer bool, size int64) ([]
 			if m.RowsWritten > 0 {
 				m.Changes = now.changes
 			}
-			m.LastRowID = now.lastRowID
+			// A statement that only reads inserted nothing: its
+			// last_row_id is 0, not an earlier statement's rowid that
+			// the connection still holds.
+			if !st.ReadOnly() {
+				m.LastRowID = now.lastRowID
+			}
 			m.ChangedDB = m.RowsWritten > 0 || now.schema != prev.schema
 			prev = now
 			if last {

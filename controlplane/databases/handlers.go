@@ -1,6 +1,7 @@
 package databases
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -26,11 +27,26 @@ func (h Handlers) Create(w http.ResponseWriter, r *http.Request) error {
 	}
 	d, err := h.S.Create(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), req)
 	if err != nil {
-		return err
+		return h.absolute(r, err)
 	}
 	d.Endpoint = h.origin(r) + d.Endpoint
 	api.WriteJSON(w, http.StatusCreated, DatabaseAnswer{Database: d})
 	return nil
+}
+
+// absolute gives the database an error carries (409 create_failed) the
+// absolute endpoint every other answer gives.
+func (h Handlers) absolute(r *http.Request, err error) error {
+	var e *api.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	d, ok := e.Fields["database"].(Database)
+	if !ok {
+		return err
+	}
+	d.Endpoint = h.origin(r) + d.Endpoint
+	return e.With("database", d)
 }
 
 // Get answers GET /api/databases/{id}.
@@ -93,7 +109,7 @@ func (h Handlers) Retry(w http.ResponseWriter, r *http.Request) error {
 	}
 	d, err := h.S.Retry(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), req)
 	if err != nil {
-		return err
+		return h.absolute(r, err)
 	}
 	d.Endpoint = h.origin(r) + d.Endpoint
 	api.WriteJSON(w, http.StatusOK, DatabaseAnswer{Database: d})

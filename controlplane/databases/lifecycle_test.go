@@ -152,6 +152,11 @@ func TestFailedCreateAndRetry(t *testing.T) {
 	if read.Database.Status != databases.StatusFailed || read.Database.Error != reason {
 		t.Errorf("read %+v", read.Database)
 	}
+	// The refusal's database has the same absolute endpoint as every
+	// other answer's.
+	if got := body["database"].(map[string]any)["endpoint"]; got != read.Database.Endpoint || !strings.HasPrefix(read.Database.Endpoint, "http://") {
+		t.Errorf("create_failed endpoint %q, GET's %q: want the same absolute URL", got, read.Database.Endpoint)
+	}
 	q := expect(t, e.Owner.Do("POST", "/api/databases/"+id, sqlBody("SELECT 1")), http.StatusConflict, "database_unavailable")
 	if q["reason"] != reason {
 		t.Errorf("query refusal %v", q)
@@ -160,7 +165,10 @@ func TestFailedCreateAndRetry(t *testing.T) {
 	// The failed database holds the hobby plan's one place.
 	expect(t, e.Owner.Do("POST", "/api/projects/"+e.project+"/databases", map[string]any{"name": "other"}), 402, "plan_limit")
 
-	expect(t, e.Owner.Do("PATCH", "/api/databases/"+id, map[string]any{"action": "retry"}), http.StatusConflict, "create_failed")
+	retried := expect(t, e.Owner.Do("PATCH", "/api/databases/"+id, map[string]any{"action": "retry"}), http.StatusConflict, "create_failed")
+	if got := retried["database"].(map[string]any)["endpoint"]; got != read.Database.Endpoint {
+		t.Errorf("retry's create_failed endpoint %q, want %q", got, read.Database.Endpoint)
+	}
 	expect(t, e.Owner.Do("PATCH", "/api/databases/"+id, map[string]any{"action": "rebuild"}), 400, "invalid_request")
 
 	if err := os.Remove(dir); err != nil {

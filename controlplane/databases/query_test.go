@@ -81,6 +81,47 @@ func TestBatch(t *testing.T) {
 	if len(a.Batch) != 3 || a.Batch[1].Meta.LastRowID != 1 || a.Batch[1].Meta.Changes != 1 || len(a.Batch[2].Results) != 1 || a.Batch[2].Results[0]["b"] != "x" {
 		t.Fatalf("batch %+v", a)
 	}
+	// last_row_id: a statement that only reads reports 0, even on the
+	// writer right after an insert of the same request; one that writes
+	// reports the connection's last inserted rowid; an sql's meta reports
+	// the last one that is not 0.
+	for _, tc := range []struct {
+		name  string
+		batch []string
+		want  []int64
+	}{
+		{"select after insert", []string{"INSERT INTO t(b) VALUES ('y')", "SELECT * FROM t"}, []int64{2, 0}},
+		{"with select and values after insert", []string{"INSERT INTO t(b) VALUES ('z')", "WITH c AS (SELECT 1) SELECT * FROM c", "VALUES (1)", "EXPLAIN SELECT 1"}, []int64{3, 0, 0, 0}},
+		{"update after insert keeps the rowid", []string{"INSERT INTO t(b) VALUES ('w')", "UPDATE t SET b = b WHERE a = 1"}, []int64{4, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			items := []map[string]any{}
+			for _, q := range tc.batch {
+				items = append(items, map[string]any{"sql": q})
+			}
+			var a answer
+			e.Owner.Must(http.StatusOK, "POST", "/api/databases/"+id, map[string]any{"batch": items}).JSON(t, &a)
+			for i, w := range tc.want {
+				if a.Batch[i].Meta.LastRowID != w {
+					t.Errorf("statement %d (%s): last_row_id %d, want %d", i, tc.batch[i], a.Batch[i].Meta.LastRowID, w)
+				}
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name, sql string
+		want      int64
+	}{
+		{"insert then select", "INSERT INTO t(b) VALUES ('v'); SELECT * FROM t", 5},
+		{"select only", "SELECT * FROM t", 0},
+	} {
+		t.Run("sql "+tc.name, func(t *testing.T) {
+			if a := e.run(e.Owner, id, tc.sql); a.Meta.LastRowID != tc.want {
+				t.Errorf("%s: last_row_id %d, want %d", tc.sql, a.Meta.LastRowID, tc.want)
+			}
+		})
+	}
+	e.run(e.Owner, id, "DELETE FROM t WHERE a > 1")
 	r := e.Owner.Do("POST", "/api/databases/"+id, map[string]any{"batch": []map[string]any{
 		{"sql": "INSERT INTO t(b) VALUES ('y')"},
 		{"sql": "UPDATE t SET b = 'changed'"},

@@ -101,6 +101,13 @@ func TestToolsMatchREST(t *testing.T) {
 		t.Errorf("update_service_config answered %v; the same REST PUT %v", updated, again)
 	}
 
+	cdnSettings := map[string]any{"enabled": false, "cacheTtlSeconds": 60}
+	updated = mustOK(t, cs, "update_service_config", map[string]any{"service": "cdn", "settings": cdnSettings})
+	again = restJSON(t, owner.Must(200, "PUT", "/api/services/cdn", cdnSettings))
+	if !reflect.DeepEqual(updated, again) || updated["cacheTtlSeconds"] != float64(60) || updated["enabled"] != false {
+		t.Errorf("update_service_config cdn answered %v; the same REST PUT %v", updated, again)
+	}
+
 	deployed := mustOK(t, cs, "deploy_repo", map[string]any{"repoId": repoID, "projectId": prj, "commit": 1})
 	dep := deployed["deployment"].(map[string]any)
 	e.CP.Deploys().Wait() // the deploy goes live in the background
@@ -120,6 +127,7 @@ func TestToolsMatchREST(t *testing.T) {
 		{"get_repo_files", map[string]any{"repoId": repoID, "commit": 1}, "/api/repos/" + repoID + "/files?commit=1"},
 		{"get_repo_files", map[string]any{"repoId": repoID, "path": "index.html"}, "/api/repos/" + repoID + "/files?path=index.html"},
 		{"get_service_config", map[string]any{"service": "shield"}, "/api/services/shield"},
+		{"get_service_config", map[string]any{"service": "cdn"}, "/api/services/cdn"},
 		{"security_overview", nil, "/api/security/overview"},
 		{"needs_attention", nil, "/api/attention"},
 	}
@@ -208,6 +216,12 @@ func TestRefusals(t *testing.T) {
 		{"project key cannot push", projectKey.Key, "push_files", push(file("index.html", 3)), "workspace_key_required", 403},
 		{"project key refused for the security overview", projectKey.Key, "security_overview", nil, "workspace_key_required", 403},
 		{"developer cannot change shield", developer.Key, "update_service_config", map[string]any{"service": "shield", "settings": map[string]any{"enabled": true}}, "insufficient_role", 403},
+		{"read-only key cannot change the cdn", readOnly.Key, "update_service_config", map[string]any{"service": "cdn", "settings": map[string]any{"enabled": false}}, "read_only_key", 403},
+		{"developer cannot change the cdn", developer.Key, "update_service_config", map[string]any{"service": "cdn", "settings": map[string]any{"cacheTtlSeconds": 5}}, "insufficient_role", 403},
+		{"project key refused for the workspace's cdn", projectKey.Key, "get_service_config", map[string]any{"service": "cdn"}, "workspace_key_required", 403},
+		{"shield settings are not the cdn's, nothing stored", cptest.OwnerKey, "update_service_config", map[string]any{"service": "cdn", "settings": map[string]any{"blockAiCrawlers": true}}, "unknown_field", 400},
+		{"cdn cache time past a year", cptest.OwnerKey, "update_service_config", map[string]any{"service": "cdn", "settings": map[string]any{"cacheTtlSeconds": 31536001}}, "", 0},
+		{"an unknown service", cptest.OwnerKey, "get_service_config", map[string]any{"service": "mail"}, "", 0},
 		{"environment files never readable", cptest.OwnerKey, "get_repo_files", map[string]any{"repoId": repoID, "path": ".env.production"}, "env_file_unreadable", 403},
 		{"unknown repo", cptest.OwnerKey, "get_repo_files", map[string]any{"repoId": "repo_nope"}, "not_found", 404},
 		{"bad shield setting, nothing stored", cptest.OwnerKey, "update_service_config", map[string]any{"service": "shield", "settings": map[string]any{"blockedCountries": []any{"XX1"}}}, "", 400},

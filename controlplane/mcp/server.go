@@ -63,6 +63,16 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// Instructions is what the connector tells an assistant at initialize: the
+// areas its tools cover and the rule every call follows.
+const Instructions = "Tools of the hosting platform's workspace. " +
+	"Repos: list them, create one, push a full snapshot of files as a commit, read files, deploy a commit to a project (an older commit is a rollback). " +
+	"Service settings: read and change Shield (country, address and AI-crawler rules, log-only mode, static-site passwords) and the CDN (caching of static sites and its time). " +
+	"Security: the security overview (score and checks). " +
+	"Attention: the workspace's ranked to-do list (failed or stuck deploys, limits, AI credit and Balance running low, refunds owed, failing webhooks, ...). " +
+	"Agents: the tool catalogue, suggestions for an app, create, read, change, pause or resume, delete and run an agent. " +
+	"Each call is made with your API key and allowed exactly when the same REST call would be; refusals carry the API's error code."
+
 // Server is the assistant connector: the spec's tools over MCP, each served
 // by the REST route it names, with the caller's own key.
 type Server struct {
@@ -114,9 +124,8 @@ type credentials func(req *sdk.CallToolRequest) (authorization, remote string)
 func (s *Server) build(cred credentials) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "platform", Title: "Platform assistant connector", Version: s.cfg.Version},
 		&sdk.ServerOptions{
-			Instructions: "Tools of the hosting platform's workspace: repos (create, push a full snapshot, read, deploy), Shield settings and the security overview. " +
-				"Each call is made with your API key and allowed exactly when the same REST call would be; refusals carry the API's error code.",
-			Logger: s.cfg.Logger,
+			Instructions: Instructions,
+			Logger:       s.cfg.Logger,
 		})
 	run := func(ctx context.Context, tool string, req *sdk.CallToolRequest, rq Request) (*sdk.CallToolResult, any, error) {
 		authz, remote := cred(req)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/svcplatform/platform/controlplane/cdn"
 )
 
 // Tools returns the connector's tools of the areas that exist, in the order
@@ -62,9 +64,10 @@ func Tools() []Tool {
 				return Request{Method: P, Path: "/api/repos/" + id + "/deploy", Body: deployBody{ProjectID: in.ProjectID, Commit: in.Commit}}, nil
 			}, minimum("commit", 1)),
 
-		// Shield and security (spec: Shield and security).
+		// Shield, CDN and security (spec: Shield and security; CDN settings).
 		NewTool("get_service_config", "Read a service's settings",
-			"Read the saved settings of a workspace service. Service shield: enabled, blockedCountries, denyIps, allowIps, blockAiCrawlers, logOnly, plus protectedSites and passwordsAllowed.",
+			"Read the saved settings of a workspace service. Service shield: enabled, blockedCountries, denyIps, allowIps, blockAiCrawlers, logOnly, plus protectedSites and passwordsAllowed. "+
+				"Service cdn: enabled and cacheTtlSeconds, the cache setting of the workspace's static sites.",
 			Hints{ReadOnly: true, Idempotent: true},
 			func(in serviceIn) (Request, error) {
 				return Request{Method: G, Path: "/api/services/" + url.PathEscape(in.Service)}, nil
@@ -72,7 +75,9 @@ func Tools() []Tool {
 		NewTool("update_service_config", "Change a service's settings",
 			"Change a workspace service's settings: the settings given are merged over the saved ones (a list given replaces the saved list; [] clears it). "+
 				"Shield: a save reaches live static sites at once, server apps within about a minute, functions on their next deploy; the answer's appliedNote says so. "+
-				"Site passwords (static sites only) are sent on their own as {passwords: {site: password or null}}. Unknown settings, bad country codes or addresses are refused and nothing is stored. Needs an admin.",
+				"Site passwords (static sites only) are sent on their own as {passwords: {site: password or null}}. "+
+				"CDN: enabled (false serves every visit fresh) and cacheTtlSeconds (0 to 31536000); each static site gets the change on its next deploy, as the answer's note says. "+
+				"Unknown settings, bad country codes, addresses or cache times are refused and nothing is stored. Needs an admin.",
 			Hints{Destructive: true, Idempotent: true},
 			func(in updateServiceIn) (Request, error) {
 				return Request{Method: U, Path: "/api/services/" + url.PathEscape(in.Service), Body: in.Settings}, nil
@@ -82,7 +87,7 @@ func Tools() []Tool {
 			Hints{ReadOnly: true, Idempotent: true},
 			func(struct{}) (Request, error) { return Request{Method: G, Path: "/api/security/overview"}, nil }),
 		NewTool("needs_attention", "What needs attention",
-			"The workspace's ranked to-do list: failed or stuck deploys, functions running older variables, plan limits near their cap, AI credit running low, refunds owed, failing webhooks, an unverified e-mail, projects whose deletion failed, Shield left in log-only mode. Each item has a severity, a one-line reason and the API path that fixes it.",
+			"The workspace's ranked to-do list: failed or stuck deploys, functions running older variables, plan limits near their cap, AI credit or the Balance running low, refunds owed, failing webhooks, an unverified e-mail, projects whose deletion failed, Shield left in log-only mode. Each item has a severity, a one-line reason and the API path that fixes it.",
 			Hints{ReadOnly: true, Idempotent: true},
 			func(struct{}) (Request, error) { return Request{Method: G, Path: "/api/attention"}, nil }),
 	}, agentTools()...)
@@ -112,17 +117,17 @@ type deployBody struct {
 }
 
 type serviceIn struct {
-	Service string `json:"service" jsonschema:"the service: shield"`
+	Service string `json:"service" jsonschema:"the service: shield or cdn"`
 }
 
 type updateServiceIn struct {
-	Service  string          `json:"service" jsonschema:"the service: shield"`
+	Service  string          `json:"service" jsonschema:"the service: shield or cdn"`
 	Settings json.RawMessage `json:"settings"`
 }
 
 // services are the services the config tools reach, each at
-// /api/services/<name>.
-var services = []any{"shield"}
+// /api/services/<name> with that route's own permissions.
+var services = []any{"shield", "cdn"}
 
 // serviceEnum limits service to the services the tools reach.
 func serviceEnum(s *jsonschema.Schema) { s.Properties["service"].Enum = services }
@@ -145,8 +150,16 @@ type shieldSettings struct {
 	Passwords        map[string]string `json:"passwords,omitempty" jsonschema:"static-site passwords by site (project slug): a password sets it, null removes it; send passwords on their own"`
 }
 
-// settingsSchema describes the settings property from shieldSettings.
+// cdnSettings documents the CDN setting for the input schema.
+type cdnSettings struct {
+	Enabled         bool  `json:"enabled,omitempty" jsonschema:"false stops caching: every visit to the static sites is served fresh"`
+	CacheTTLSeconds int64 `json:"cacheTtlSeconds,omitempty" jsonschema:"how long browsers and the edge keep a page: whole seconds from 0 to 31536000 (one year)"`
+}
+
+// settingsSchema describes the settings property: Shield's settings
+// (shieldSettings) or the CDN's (cdnSettings), whichever the service is.
 func settingsSchema(s *jsonschema.Schema) {
+	one := 1
 	ss, err := jsonschema.For[shieldSettings](nil)
 	if err != nil {
 		panic("mcp: settings schema: " + err.Error())
@@ -157,8 +170,18 @@ func settingsSchema(s *jsonschema.Schema) {
 		p.Types, p.Type = nil, "array"
 	}
 	ss.Properties["passwords"].AdditionalProperties = &jsonschema.Schema{Types: []string{"string", "null"}}
-	one := 1
 	ss.MinProperties = &one
-	ss.Description = "the settings to change, merged over the saved ones"
-	s.Properties["settings"] = ss
+	ss.Title = "shield"
+	cs, err := jsonschema.For[cdnSettings](nil)
+	if err != nil {
+		panic("mcp: settings schema: " + err.Error())
+	}
+	lo, hi := 0.0, float64(cdn.MaxCacheTTLSeconds)
+	cs.Properties["cacheTtlSeconds"].Minimum, cs.Properties["cacheTtlSeconds"].Maximum = &lo, &hi
+	cs.MinProperties = &one
+	cs.Title = "cdn"
+	s.Properties["settings"] = &jsonschema.Schema{
+		Description: "the settings to change, merged over the saved ones: Shield's for service shield, the CDN's for service cdn",
+		AnyOf:       []*jsonschema.Schema{ss, cs},
+	}
 }

@@ -152,6 +152,45 @@ func session(t *testing.T, api http.Handler, key string) *sdk.ClientSession {
 	return cs
 }
 
+// TestInstructions: the initialize instructions name the area of every tool
+// offered (a new tool needs its area here and in the text), and a client
+// receives them.
+func TestInstructions(t *testing.T) {
+	areas := map[string][]string{
+		"Repos":                {"list_repos", "create_repo", "push_files", "get_repo_files", "deploy_repo"},
+		"Shield":               {"get_service_config", "update_service_config"},
+		"CDN":                  {"get_service_config", "update_service_config"},
+		"security overview":    {"security_overview"},
+		"to-do list":           {"needs_attention"},
+		"Balance running low":  {"needs_attention"},
+		"Agents":               {"list_agent_tools", "create_agent", "get_agent", "update_agent", "set_agent_status", "delete_agent", "run_agent"},
+		"suggestions":          {"suggest_agents", "create_suggested_agents"},
+		"pause or resume":      {"set_agent_status"},
+		"full snapshot":        {"push_files"},
+		"deploy a commit":      {"deploy_repo"},
+		"read and change":      {"get_service_config", "update_service_config"},
+		"allowed exactly when": {},
+	}
+	covered := map[string]bool{}
+	for word, tools := range areas {
+		if !strings.Contains(Instructions, word) {
+			t.Errorf("instructions do not say %q", word)
+		}
+		for _, tl := range tools {
+			covered[tl] = true
+		}
+	}
+	for _, tl := range Tools() {
+		if !covered[tl.Def.Name] {
+			t.Errorf("tool %s has no area in the instructions", tl.Def.Name)
+		}
+	}
+	cs := session(t, &seen{}, "k1")
+	if got := cs.InitializeResult().Instructions; got != Instructions {
+		t.Errorf("initialize instructions %q", got)
+	}
+}
+
 // TestCallShape: every REST request of a tool carries the caller's key and
 // the connector mark, and nothing else the assistant could choose.
 func TestCallShape(t *testing.T) {
@@ -171,6 +210,8 @@ func TestCallShape(t *testing.T) {
 			"POST", "/api/repos/r1/commits", `{"message":"m","files":[{"path":"a","content":"b"}]}`},
 		{"get_service_config", map[string]any{"service": "shield"}, "GET", "/api/services/shield", ""},
 		{"update_service_config", map[string]any{"service": "shield", "settings": map[string]any{"denyIps": []any{}}}, "PUT", "/api/services/shield", `{"denyIps":[]}`},
+		{"get_service_config", map[string]any{"service": "cdn"}, "GET", "/api/services/cdn", ""},
+		{"update_service_config", map[string]any{"service": "cdn", "settings": map[string]any{"cacheTtlSeconds": 0}}, "PUT", "/api/services/cdn", `{"cacheTtlSeconds":0}`},
 		{"security_overview", nil, "GET", "/api/security/overview", ""},
 		{"needs_attention", nil, "GET", "/api/attention", ""},
 	}

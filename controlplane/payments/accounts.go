@@ -125,9 +125,9 @@ type Earnings struct {
 	Disputed    int64        `json:"disputed"`
 	Pending     int64        `json:"pending"`
 	Withdrawn   int64        `json:"withdrawn"`
-	Gross       int64        `json:"gross"`
-	Fees        int64        `json:"fees"`
-	Refunded    int64        `json:"refunded"`
+	Gross       int64        `json:"gross" doc:"what buyers paid, before fees and refunds"`
+	Fees        int64        `json:"fees" doc:"the platform's fees after refunds returned their share (analytics totals.fee_cents)"`
+	Refunded    int64        `json:"refunded" doc:"what refunds returned to buyers"`
 	Lost        int64        `json:"lost"`
 	NextRelease *NextRelease `json:"next_release"`
 	// PayoutLimit says why and until when a payout is limited (nil when

@@ -205,3 +205,73 @@ func TestMoneyOutNeedsOwnerSession(t *testing.T) {
 		t.Fatalf("refunded %+v", d.Payments[0])
 	}
 }
+
+// Analytics and earnings report fees, net and refunds alike, after
+// refunds: partial and full refunds, of held and of released payments,
+// on the day of the sale and later.
+func TestAnalyticsAgreeWithEarnings(t *testing.T) {
+	e := newEnv(t)
+	project, account := e.enable("shop")
+	owner := e.ownerSession()
+	refund := func(p Payment, cents int64) {
+		t.Helper()
+		body := map[string]any{"action": "refund", "paymentId": p.ID}
+		if cents > 0 {
+			body["amountCents"] = cents
+		}
+		owner.must(http.StatusOK, "PATCH", "/api/payments/"+account, body)
+	}
+	analytics := func() Analytics {
+		t.Helper()
+		var a Analytics
+		e.owner.must(http.StatusOK, "GET", "/api/projects/"+project+"/payments/analytics", nil).decode(t, &a)
+		return a
+	}
+
+	big := e.sale(account, 10_000, "4242 4242 4242 4242") // fee 420, net 9,580
+	small := e.sale(account, 50, "4242 4242 4242 4242")   // fee 32, net 18
+	kept := e.sale(account, 1_500, "4242 4242 4242 4242") // fee 89, net 1,411
+	refund(big, 2_500)                                    // net share 2,395, fee share 105
+	refund(small, 0)                                      // all of it: net 18, fee 32
+	e.clk.Advance(Hold + 24*time.Hour)                    // the first three are released
+	owner = e.signInOwner()                               // sessions end as the clock moves
+	late := e.sale(account, 3_333, "4242 4242 4242 4242") // fee 160, net 3,173
+	refund(kept, 500)                                     // from available
+	refund(late, 1_000)                                   // from held
+
+	d := e.detail(project)
+	b := e.checkLedger(account)
+	a := analytics()
+	earned := d.Earnings.Held + d.Earnings.Available + d.Earnings.Disputed + d.Earnings.Pending + d.Earnings.Withdrawn + d.Earnings.Lost
+	for _, c := range []struct {
+		name            string
+		analytics, want int64
+	}{
+		{"gross is earnings.gross", a.Totals.Gross, d.Earnings.Gross},
+		{"fee_cents is earnings.fees", a.Totals.Fees, d.Earnings.Fees},
+		{"refunded_cents is earnings.refunded", a.Totals.Refunded, d.Earnings.Refunded},
+		{"net_cents is what earnings holds", a.Totals.Net, earned},
+		{"fee_cents is the fees bucket", a.Totals.Fees, b[Fees]},
+		{"gross", a.Totals.Gross, 10_000 + 50 + 1_500 + 3_333},
+		{"refunded", a.Totals.Refunded, 2_500 + 50 + 500 + 1_000},
+		{"gross splits into fees, net and refunds", a.Totals.Gross, a.Totals.Fees + a.Totals.Net + a.Totals.Refunded},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.analytics != c.want {
+				t.Errorf("analytics %d, want %d (totals %+v, earnings %+v)", c.analytics, c.want, a.Totals, d.Earnings)
+			}
+		})
+	}
+	var dayGross, dayNet int64
+	days := 0
+	for _, day := range a.Daily {
+		dayGross += day.Gross
+		dayNet += day.Net
+		if day.Payments > 0 {
+			days++
+		}
+	}
+	if days != 2 || dayGross != a.Totals.Gross || dayNet != a.Totals.Net {
+		t.Errorf("daily series over %d days: gross %d, net %d; totals %+v", days, dayGross, dayNet, a.Totals)
+	}
+}

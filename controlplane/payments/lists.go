@@ -159,15 +159,22 @@ type Analytics struct {
 	Daily  []DayStats `json:"daily"`
 }
 
-// Totals are an account's totals since it was enabled.
+// Totals are an account's totals since it was enabled. Fees and net are
+// after refunds, as in Earnings: Gross = Fees + Net + Refunded.
 type Totals struct {
 	Currency string `json:"currency"`
 	Payments int    `json:"payments"`
-	Gross    int64  `json:"gross_cents"`
-	Fees     int64  `json:"fee_cents"`
-	Net      int64  `json:"net_cents"`
-	Refunded int64  `json:"refunded_cents"`
-	Disputes int    `json:"disputes"`
+	// Gross is what buyers paid (Earnings.Gross).
+	Gross int64 `json:"gross_cents" doc:"what buyers paid, before fees and refunds (earnings.gross)"`
+	// Fees is the platform's fees after refunds returned their share
+	// (Earnings.Fees).
+	Fees int64 `json:"fee_cents" doc:"the platform's fees after refunds returned their share (earnings.fees)"`
+	// Net is Gross less Fees and Refunded: what the sales earned after
+	// fees and refunds, disputed and lost amounts included.
+	Net int64 `json:"net_cents" doc:"gross_cents - fee_cents - refunded_cents: earned after fees and refunds (disputed and lost amounts included)"`
+	// Refunded is what went back to buyers (Earnings.Refunded).
+	Refunded int64 `json:"refunded_cents" doc:"what refunds returned to buyers (earnings.refunded)"`
+	Disputes int   `json:"disputes"`
 }
 
 // Funnel counts checkout sessions by what became of them; conversion is
@@ -180,13 +187,17 @@ type Funnel struct {
 	ConversionBasisPoint int `json:"conversion_bp"`
 }
 
-// DayStats is one UTC day.
+// DayStats is one UTC day: the checkout sessions created and payments
+// made that day.
 type DayStats struct {
 	Date     string `json:"date"`
 	Sessions int    `json:"sessions"`
 	Payments int    `json:"payments"`
-	Gross    int64  `json:"gross_cents"`
-	Net      int64  `json:"net_cents"`
+	// Gross is what the day's payments took.
+	Gross int64 `json:"gross_cents" doc:"what the day's payments took, before fees and refunds"`
+	// Net is what the day's payments earned after fees and their refunds,
+	// whenever those were made.
+	Net int64 `json:"net_cents" doc:"what the day's payments earned after fees and their refunds (made on any day)"`
 }
 
 // AnalyticsDays is how many days the daily series covers.
@@ -200,15 +211,24 @@ func (s *Service) Analytics(ctx context.Context, pr *auth.Principal, projectID s
 	}
 	var out Analytics
 	out.Totals.Currency = "usd"
-	err = s.d.DB.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(amount_cents),0), coalesce(sum(fee_cents),0), coalesce(sum(net_cents),0),
-		coalesce(sum(refunded_cents),0), coalesce(sum(disputed_at <> ''),0) FROM payment_payments WHERE account_id = ?`, a.ID).
-		Scan(&out.Totals.Payments, &out.Totals.Gross, &out.Totals.Fees, &out.Totals.Net, &out.Totals.Refunded, &out.Totals.Disputes)
+	// Fees and net are after refunds, as earnings reports them: the fees
+	// bucket of the ledger (a refund returns its fee share from it), and
+	// net is what is left of gross after those fees and the refunds.
+	err = s.d.DB.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(amount_cents),0), coalesce(sum(refunded_cents),0),
+		coalesce(sum(CASE WHEN disputed_at <> '' THEN 1 ELSE 0 END),0) FROM payment_payments WHERE account_id = ?`, a.ID).
+		Scan(&out.Totals.Payments, &out.Totals.Gross, &out.Totals.Refunded, &out.Totals.Disputes)
 	if err != nil {
 		return out, fmt.Errorf("payments: analytics: %w", err)
 	}
+	b, err := accountBalances(ctx, s.d.DB, a.ID)
+	if err != nil {
+		return out, fmt.Errorf("payments: analytics: %w", err)
+	}
+	out.Totals.Fees = b[Fees]
+	out.Totals.Net = out.Totals.Gross - out.Totals.Fees - out.Totals.Refunded
 	now := s.now()
-	err = s.d.DB.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(state = 'open' AND expires_at > ?),0), coalesce(sum(state = 'paid'),0)
-		FROM payment_sessions WHERE account_id = ?`, store.FormatTime(now), a.ID).Scan(&out.Funnel.Created, &out.Funnel.Open, &out.Funnel.Paid)
+	err = s.d.DB.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(CASE WHEN state = 'open' AND expires_at > ? THEN 1 ELSE 0 END),0),
+		coalesce(sum(CASE WHEN state = 'paid' THEN 1 ELSE 0 END),0) FROM payment_sessions WHERE account_id = ?`, store.FormatTime(now), a.ID).Scan(&out.Funnel.Created, &out.Funnel.Open, &out.Funnel.Paid)
 	if err != nil {
 		return out, fmt.Errorf("payments: analytics: %w", err)
 	}
@@ -236,8 +256,15 @@ func (s *Service) Analytics(ctx context.Context, pr *auth.Principal, projectID s
 		var x row
 		return x, r.Scan(&x.day, &x.n, &x.gross, &x.net)
 	}
-	pays, err := queryList(ctx, s.d.DB, scanRow, `SELECT substr(created_at,1,10), count(*), sum(amount_cents), sum(net_cents) FROM payment_payments
-		WHERE account_id = ? AND created_at >= ? GROUP BY 1`, a.ID, store.FormatTime(from))
+	// A day's net is what its payments earned after their refunds (on
+	// whatever day those came): gross less refunds less the fees the
+	// ledger keeps for them.
+	pays, err := queryList(ctx, s.d.DB, scanRow, `SELECT substr(p.created_at,1,10), count(*), sum(p.amount_cents),
+			sum(p.amount_cents - p.refunded_cents - coalesce(f.cents,0))
+		FROM payment_payments p LEFT JOIN (
+			SELECT payment_id, sum(CASE WHEN credit = 'fees' THEN amount_cents ELSE -amount_cents END) AS cents
+			FROM payment_ledger WHERE account_id = ? AND (credit = 'fees' OR debit = 'fees') GROUP BY payment_id) f ON f.payment_id = p.id
+		WHERE p.account_id = ? AND p.created_at >= ? GROUP BY 1`, a.ID, a.ID, store.FormatTime(from))
 	if err != nil {
 		return out, err
 	}

@@ -224,6 +224,14 @@ func TestSources(t *testing.T) {
 		{"credit low but balance loaded", credits(billing.Summary{Included: 10_000_000, IncludedLeft: 900_000, Available: 5_000_000}), nil},
 		{"credit used up", credits(billing.Summary{Included: 10_000_000}), []string{"critical/ai_credit_low/: AI credit is used up"}},
 		{"hobby without AI use", credits(billing.Summary{}), nil},
+		{"hobby Balance low without AI use", credits(billing.Summary{Balance: 500_000, Available: 500_000}), nil},
+		{"hobby Balance loaded", credits(billing.Summary{Balance: 5_000_000, Available: 5_000_000}), nil},
+		{"owed with credit left", credits(billing.Summary{Included: 10_000_000, IncludedLeft: 5_000_000, Owed: 2_000_000}),
+			[]string{"warning/ai_credit_low/: $2.00 is owed for requests that used more than their estimate"}},
+		{"hobby owing, nothing left", credits(billing.Summary{Balance: 1_000_000, Owed: 3_000_000}),
+			[]string{"critical/ai_credit_low/: AI credit is used up: AI requests and agent runs answer 402 ai_credits_exhausted until the Balance is loaded or the month turns; $3.00 is owed"}},
+		{"hobby Balance low and owing", credits(billing.Summary{Balance: 1_500_000, Available: 500_000, Owed: 1_000_000}),
+			[]string{"warning/ai_credit_low/: the Balance is running low: $0.50 left, and this plan has no included AI credit"}},
 		{"shield log-only 8 days", usage.ShieldSource{Shield: fakeShield{rules.Settings{Enabled: true, LogOnly: true}}, Changes: fakeChanges{now0.AddDate(0, 0, -8), true}, Clock: e.clk},
 			[]string{"warning/shield_log_only/: Shield has been in log-only mode for 8 days"}},
 		{"shield log-only 6 days", usage.ShieldSource{Shield: fakeShield{rules.Settings{Enabled: true, LogOnly: true}}, Changes: fakeChanges{now0.AddDate(0, 0, -6), true}, Clock: e.clk}, nil},
@@ -255,11 +263,34 @@ func TestSources(t *testing.T) {
 			}
 		})
 	}
-	t.Run("credit used up after AI use on a plan without credit", func(t *testing.T) {
+	t.Run("after AI use on a plan without credit", func(t *testing.T) {
 		e.record("", metering.AIRequests, 1, now0.AddDate(0, 0, -3))
-		items, err := credits(billing.Summary{}).Attention(context.Background(), "ws")
-		if err != nil || len(items) != 1 || items[0].Severity != usage.Critical {
-			t.Fatalf("items = %+v, %v", items, err)
+		for _, c := range []struct {
+			name string
+			sum  billing.Summary
+			sev  usage.Severity
+			want string
+		}{
+			{"Balance used up", billing.Summary{}, usage.Critical, "AI credit is used up"},
+			{"Balance running low", billing.Summary{Balance: 900_000, Available: 900_000}, usage.Warning,
+				"the Balance is running low: $0.90 left, and this plan has no included AI credit, so AI requests and agent runs are paid from the Balance; load it before it runs out"},
+			{"Balance at the threshold", billing.Summary{Balance: usage.LowBalance, Available: usage.LowBalance}, "", ""},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				items, err := credits(c.sum).Attention(context.Background(), "ws")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.sev == "" {
+					if len(items) != 0 {
+						t.Fatalf("items = %+v", items)
+					}
+					return
+				}
+				if len(items) != 1 || items[0].Severity != c.sev || items[0].Kind != usage.KindAICredit || !strings.HasPrefix(items[0].Reason, c.want) {
+					t.Fatalf("items = %+v, want %s %q", items, c.sev, c.want)
+				}
+			})
 		}
 	})
 }

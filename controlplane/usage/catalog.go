@@ -10,49 +10,69 @@ type MetricInfo struct {
 	Unit string `json:"unit"`
 	// Source is the area that records it.
 	Source string `json:"source"`
-	// Note, when set, says why the metric is always zero today (its area
-	// is not built yet, or nothing records it yet).
+	// Note, when set, says why the metric is not measured.
 	Note string `json:"note,omitempty"`
+	// NotMeasured marks a metric nothing records yet (its area is not
+	// built): the report shows it as null, never 0, names it (Label) in
+	// notMeasured and says why (Note) in notes, until its area records it.
+	NotMeasured bool `json:"notMeasured,omitempty"`
+	// Label names a metric that is not measured in notMeasured.
+	Label string `json:"-"`
 }
 
 // Catalog is every metric the report shows, in order. The report lists each
-// one (zero when nothing was recorded) and any other metric it finds.
+// one (zero when nothing was recorded, null when not measured) and any other
+// metric it finds.
 var Catalog = []MetricInfo{
-	{metering.Projects, "count", "projects", ""},
-	{metering.Deploys, "count", "deploys", ""},
-	{metering.BuildSeconds, "seconds", "deploys", ""},
-	{metering.DatabaseQueries, "count", "databases", ""},
-	{metering.RowsRead, "count", "databases", ""},
-	{metering.RowsWritten, "count", "databases", ""},
-	{metering.APIKeyCalls, "count", "api", ""},
-	{metering.VectorOperations, "count", "vectors", ""},
-	{metering.VectorQueriedDims, "dimensions", "vectors", ""},
-	{metering.VectorsStored, "count", "vectors", ""},
-	{metering.CheckoutSessions, "count", "payments", ""},
-	{metering.Payments, "count", "payments", ""},
-	{metering.AIRequests, "count", "ai", ""},
-	{metering.AITokensIn, "tokens", "ai", ""},
-	{metering.AITokensOut, "tokens", "ai", ""},
-	{metering.AIEmbeddings, "count", "ai", ""},
-	{metering.AICostMicros, "micro_dollars", "ai", ""},
-	{metering.MediaMinutesProcessed, "minutes", "media", ""},
-	{metering.MediaStoredBytes, "bytes", "media", ""},
-	{metering.AgentRuns, "count", "agents", ""},
-	{metering.FunctionTestRuns, "count", "functions", "function test runs are not recorded yet: always 0"},
-	{metering.AppRunSeconds, "seconds", "deploys", ""},
-	{metering.MemoryOperations, "count", "memory", "memory stores are not built yet: always 0"},
-	{metering.Emails, "count", "mail", "e-mail sending is not built yet: always 0"},
-	{metering.EndUserLogins, "count", "auth pools", "end-user sign-in pools are not built yet: always 0"},
+	{Metric: metering.Projects, Unit: "count", Source: "projects"},
+	{Metric: metering.Deploys, Unit: "count", Source: "deploys"},
+	{Metric: metering.BuildSeconds, Unit: "seconds", Source: "deploys"},
+	{Metric: metering.DatabaseQueries, Unit: "count", Source: "databases"},
+	{Metric: metering.RowsRead, Unit: "count", Source: "databases"},
+	{Metric: metering.RowsWritten, Unit: "count", Source: "databases"},
+	{Metric: metering.APIKeyCalls, Unit: "count", Source: "api"},
+	{Metric: metering.VectorOperations, Unit: "count", Source: "vectors"},
+	{Metric: metering.VectorQueriedDims, Unit: "dimensions", Source: "vectors"},
+	{Metric: metering.VectorsStored, Unit: "count", Source: "vectors"},
+	{Metric: metering.CheckoutSessions, Unit: "count", Source: "payments"},
+	{Metric: metering.Payments, Unit: "count", Source: "payments"},
+	{Metric: metering.AIRequests, Unit: "count", Source: "ai"},
+	{Metric: metering.AITokensIn, Unit: "tokens", Source: "ai"},
+	{Metric: metering.AITokensOut, Unit: "tokens", Source: "ai"},
+	{Metric: metering.AIEmbeddings, Unit: "count", Source: "ai"},
+	{Metric: metering.AICostMicros, Unit: "micro_dollars", Source: "ai"},
+	{Metric: metering.MediaMinutesProcessed, Unit: "minutes", Source: "media"},
+	{Metric: metering.MediaStoredBytes, Unit: "bytes", Source: "media"},
+	{Metric: metering.AgentRuns, Unit: "count", Source: "agents"},
+	{Metric: metering.FunctionTestRuns, Unit: "count", Source: "functions", NotMeasured: true, Label: "function test runs",
+		Note: "function test runs are not recorded yet: not measured (null)"},
+	{Metric: metering.AppRunSeconds, Unit: "seconds", Source: "deploys"},
+	{Metric: metering.MemoryOperations, Unit: "count", Source: "memory", NotMeasured: true, Label: "memory operations",
+		Note: "memory stores are not built yet: not measured (null)"},
+	{Metric: metering.Emails, Unit: "count", Source: "mail", NotMeasured: true, Label: "emails",
+		Note: "e-mail sending is not built yet: not measured (null)"},
+	{Metric: metering.EndUserLogins, Unit: "count", Source: "auth pools", NotMeasured: true, Label: "end-user logins",
+		Note: "end-user sign-in pools are not built yet: not measured (null)"},
 }
 
-// NotMeasured is what the report says it does not measure (the spec's
-// unmeasured list).
-var NotMeasured = []string{
-	"requests to sites and apps",
-	"bandwidth to sites and apps",
-	"function-URL traffic",
-	"errors",
-	"latency",
+// NotMeasured is what the report says it does not measure: the spec's
+// unmeasured list, then the catalog's metrics that are not measured yet.
+var NotMeasured = notMeasured()
+
+func notMeasured() []string {
+	out := []string{
+		"requests to sites and apps",
+		"bandwidth to sites and apps",
+		"function-URL traffic",
+		"errors",
+		"latency",
+	}
+	for _, m := range Catalog {
+		if m.NotMeasured {
+			out = append(out, m.Label)
+		}
+	}
+	return out
 }
 
 // notes returns the notes of the catalog's metrics that have one.
@@ -66,11 +86,26 @@ func notes() map[string]string {
 	return out
 }
 
-// zeroTotals returns every catalog metric at zero.
-func zeroTotals() map[string]float64 {
-	out := make(map[string]float64, len(Catalog))
+// zeroTotals returns every catalog metric at zero, those not measured at
+// null.
+func zeroTotals() map[string]*float64 {
+	out := make(map[string]*float64, len(Catalog))
 	for _, m := range Catalog {
-		out[string(m.Metric)] = 0
+		if m.NotMeasured {
+			out[string(m.Metric)] = nil
+		} else {
+			out[string(m.Metric)] = new(float64)
+		}
 	}
 	return out
+}
+
+// add adds q to totals[metric], making it a number if it was null.
+func add(totals map[string]*float64, metric string, q float64) {
+	v := totals[metric]
+	if v == nil {
+		v = new(float64)
+		totals[metric] = v
+	}
+	*v += q
 }

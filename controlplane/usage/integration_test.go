@@ -92,7 +92,13 @@ func (w *wired) totals(t *testing.T) map[string]float64 {
 	}
 	var r usage.Report
 	w.get(t, "/api/usage?period=7d", 200, &r)
-	return r.Totals
+	out := map[string]float64{}
+	for k, v := range r.Totals {
+		if v != nil {
+			out[k] = *v
+		}
+	}
+	return out
 }
 
 // Each case does something through the areas and sees its metrics move by

@@ -31,8 +31,9 @@ type Report struct {
 	// Project is the project the report is narrowed to (null: workspace).
 	Project *string `json:"project"`
 	// Totals sums every metric over the period; every catalog metric is
-	// present, zero when nothing was recorded.
-	Totals map[string]float64 `json:"totals"`
+	// present, zero when nothing was recorded, null when it is not measured
+	// (Catalog's NotMeasured: listed in NotMeasured, explained in Notes).
+	Totals map[string]*float64 `json:"totals" doc:"every metric summed over the period: 0 when nothing was recorded, null when the metric is not measured (named in notMeasured, explained in notes)"`
 	// Daily is every day of the period, oldest first, with the metrics
 	// recorded that day.
 	Daily []Day `json:"daily"`
@@ -45,10 +46,11 @@ type Report struct {
 	Databases Measured `json:"databases"`
 	// DeployTime is the period's deploys and the time their builds took.
 	DeployTime DeployTime `json:"deployTime"`
-	// NotMeasured lists what is not measured at all.
-	NotMeasured []string `json:"notMeasured"`
-	// Notes says why some metrics are always zero today.
-	Notes map[string]string `json:"notes"`
+	// NotMeasured lists what is not measured at all: the specification's
+	// list, then the metrics whose areas are not built yet.
+	NotMeasured []string `json:"notMeasured" doc:"what is not measured: requests and bandwidth to sites and apps, function-URL traffic, errors, latency, then the metrics whose areas are not built yet (null in totals)"`
+	// Notes says, by metric, why a metric is not measured.
+	Notes map[string]string `json:"notes" doc:"by metric id: why the metric is not measured"`
 	// Counts are the resources there are now.
 	Counts map[string]int `json:"counts"`
 	// Limits are the plan's limits.
@@ -122,11 +124,13 @@ type AICredits struct {
 // Metrics are the last 30 days (and two all-time totals).
 type Metrics struct {
 	Days int `json:"days"`
-	// Totals sums every metric over the 30 days.
-	Totals map[string]float64 `json:"totals"`
-	// TestRuns30d and TotalTestRuns count function_test_runs.
-	TestRuns30d   float64 `json:"testRuns30d"`
-	TotalTestRuns float64 `json:"totalTestRuns"`
+	// Totals sums every metric over the 30 days (null when not measured,
+	// as the report's totals).
+	Totals map[string]*float64 `json:"totals" doc:"every metric summed over the last 30 days: null when the metric is not measured"`
+	// TestRuns30d and TotalTestRuns count function_test_runs (null while
+	// function test runs are not measured).
+	TestRuns30d   *float64 `json:"testRuns30d" doc:"function_test_runs over the last 30 days; null while function test runs are not measured"`
+	TotalTestRuns *float64 `json:"totalTestRuns" doc:"function_test_runs ever; null while function test runs are not measured"`
 	// Invocations30d and TotalInvocations are null: function invocations
 	// are not measured (function-URL traffic is in notMeasured).
 	Invocations30d   *float64 `json:"invocations30d"`
@@ -171,8 +175,8 @@ func (s *Service) Report(ctx context.Context, p *auth.Principal, q Query) (Repor
 		return Report{}, err
 	}
 	r.Totals, r.Daily, r.ByProject = aggregate(sums, period, byID)
-	r.DeployTime = DeployTime{Deploys: r.Totals[string(metering.Deploys)], BuildSeconds: r.Totals[string(metering.BuildSeconds)],
-		BuildMachineSeconds: r.Totals[string(metering.BuildSeconds)]}
+	deploys, build := value(r.Totals[string(metering.Deploys)]), value(r.Totals[string(metering.BuildSeconds)])
+	r.DeployTime = DeployTime{Deploys: deploys, BuildSeconds: build, BuildMachineSeconds: build}
 
 	if r.Storage, err = s.measured(ctx, ws, KindStorage, project, period); err != nil {
 		return Report{}, err
@@ -202,7 +206,7 @@ func (s *Service) Report(ctx context.Context, p *auth.Principal, q Query) (Repor
 }
 
 // aggregate turns day sums into totals, the daily series and byProject.
-func aggregate(sums []metering.DaySum, period Period, byID map[string]projects.Project) (map[string]float64, []Day, []ProjectUsage) {
+func aggregate(sums []metering.DaySum, period Period, byID map[string]projects.Project) (map[string]*float64, []Day, []ProjectUsage) {
 	totals := zeroTotals()
 	days := period.days()
 	daily := make([]Day, len(days))
@@ -214,7 +218,7 @@ func aggregate(sums []metering.DaySum, period Period, byID map[string]projects.P
 	perProject := map[string]map[string]float64{}
 	for _, ds := range sums {
 		m := string(ds.Metric)
-		totals[m] += ds.Quantity
+		add(totals, m, ds.Quantity)
 		if i, ok := index[ds.Day]; ok {
 			daily[i].Metrics[m] += ds.Quantity
 		}
@@ -319,11 +323,23 @@ func (s *Service) metrics(ctx context.Context, ws, project string, now time.Time
 	}
 	totals := zeroTotals()
 	for _, ds := range sums {
-		totals[string(ds.Metric)] += ds.Quantity
+		add(totals, string(ds.Metric), ds.Quantity)
 	}
+	out := Metrics{Days: MetricsDays, Totals: totals, TestRuns30d: totals[string(metering.FunctionTestRuns)]}
 	all, err := s.d.Meter.Total(ctx, ws, project, metering.FunctionTestRuns, time.Time{}, p.To)
 	if err != nil {
 		return Metrics{}, err
 	}
-	return Metrics{Days: MetricsDays, Totals: totals, TestRuns30d: totals[string(metering.FunctionTestRuns)], TotalTestRuns: all}, nil
+	if all != 0 || out.TestRuns30d != nil {
+		out.TotalTestRuns = &all
+	}
+	return out, nil
+}
+
+// value is a total's number (0 for null).
+func value(v *float64) float64 {
+	if v == nil {
+		return 0
+	}
+	return *v
 }

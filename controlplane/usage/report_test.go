@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,7 +100,7 @@ func TestPeriodBoundaries(t *testing.T) {
 			e.record("prj_a", metering.Deploys, 100, p.To)                      // 00:00:00 the next day: not
 			e.record("prj_a", metering.Deploys, 1000, p.From.Add(-time.Second)) // the day before: not
 			r := e.report(owner, usage.Query{Period: name})
-			if got := r.Totals["deploys"]; got != 11 {
+			if got := num(r.Totals["deploys"]); got != 11 {
 				t.Fatalf("deploys = %v, want 11", got)
 			}
 			if len(r.Daily) != p.Days {
@@ -121,10 +124,10 @@ func TestReportTotalsDailyByProject(t *testing.T) {
 	e.record("prj_a", metering.Metric("custom_metric"), 4, now0)
 	r := e.report(owner, usage.Query{Period: "7d"})
 	want := map[string]float64{"database_queries": 7, "database_rows_written": 7, "api_key_calls": 3, "deploys": 1, "custom_metric": 4,
-		"ai_requests": 0, "emails": 0, "function_test_runs": 0}
+		"ai_requests": 0}
 	for m, n := range want {
 		got, ok := r.Totals[m]
-		if !ok || got != n {
+		if !ok || got == nil || *got != n {
 			t.Errorf("totals[%s] = %v (present %v), want %v", m, got, ok, n)
 		}
 	}
@@ -153,12 +156,72 @@ func TestReportTotalsDailyByProject(t *testing.T) {
 	if r.DeployTime.Deploys != 1 || r.Project != nil {
 		t.Errorf("deployTime = %+v, project = %v", r.DeployTime, r.Project)
 	}
-	if r.Notes["emails"] == "" || r.Notes["end_user_logins"] == "" || r.Notes["memory_operations"] == "" {
-		t.Errorf("notes = %v: areas not built carry a note", r.Notes)
+}
+
+// Metrics whose areas are not built (e-mail, end-user sign-in, memory
+// stores) and function test runs, which nothing records, are not measured:
+// null in totals (not 0), named in notMeasured, explained in notes.
+func TestReportNotMeasured(t *testing.T) {
+	e := newEnv(t)
+	e.record("prj_a", metering.Deploys, 1, now0)
+	r := e.report(owner, usage.Query{Period: "7d"})
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(r.NotMeasured) != 5 {
-		t.Errorf("notMeasured = %v", r.NotMeasured)
+	var doc struct {
+		Totals      map[string]any    `json:"totals"`
+		NotMeasured []string          `json:"notMeasured"`
+		Notes       map[string]string `json:"notes"`
+		Metrics     struct {
+			Totals        map[string]any `json:"totals"`
+			TestRuns30d   any            `json:"testRuns30d"`
+			TotalTestRuns any            `json:"totalTestRuns"`
+		} `json:"metrics"`
 	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ metric, label string }{
+		{"emails", "emails"}, {"end_user_logins", "end-user logins"}, {"memory_operations", "memory operations"}, {"function_test_runs", "function test runs"},
+	} {
+		t.Run(c.metric, func(t *testing.T) {
+			if v, ok := doc.Totals[c.metric]; !ok || v != nil {
+				t.Errorf("totals.%s = %v (present %v), want null", c.metric, v, ok)
+			}
+			if v, ok := doc.Metrics.Totals[c.metric]; !ok || v != nil {
+				t.Errorf("metrics.totals.%s = %v (present %v), want null", c.metric, v, ok)
+			}
+			if !slices.Contains(doc.NotMeasured, c.label) {
+				t.Errorf("notMeasured %v does not name %q", doc.NotMeasured, c.label)
+			}
+			if !strings.Contains(doc.Notes[c.metric], "not measured") {
+				t.Errorf("notes.%s = %q", c.metric, doc.Notes[c.metric])
+			}
+		})
+	}
+	if doc.Metrics.TestRuns30d != nil || doc.Metrics.TotalTestRuns != nil {
+		t.Errorf("test runs %v / %v, want null while not measured", doc.Metrics.TestRuns30d, doc.Metrics.TotalTestRuns)
+	}
+	if doc.Totals["deploys"] != 1.0 || doc.Totals["ai_requests"] != 0.0 {
+		t.Errorf("measured metrics: deploys %v, ai_requests %v", doc.Totals["deploys"], doc.Totals["ai_requests"])
+	}
+	for _, want := range []string{"requests to sites and apps", "bandwidth to sites and apps", "function-URL traffic", "errors", "latency"} {
+		if !slices.Contains(doc.NotMeasured, want) {
+			t.Errorf("notMeasured %v lacks %q", doc.NotMeasured, want)
+		}
+	}
+	if len(doc.Notes) != 4 {
+		t.Errorf("notes %v: only the metrics not measured carry one", doc.Notes)
+	}
+}
+
+// num is a total's number (NaN for null, which no test wants).
+func num(v *float64) float64 {
+	if v == nil {
+		return math.NaN()
+	}
+	return *v
 }
 
 func TestReportProjectScope(t *testing.T) {
@@ -193,8 +256,8 @@ func TestReportProjectScope(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Totals["deploys"] != tt.want {
-				t.Fatalf("deploys = %v, want %v", r.Totals["deploys"], tt.want)
+			if num(r.Totals["deploys"]) != tt.want {
+				t.Fatalf("deploys = %v, want %v", num(r.Totals["deploys"]), tt.want)
 			}
 			if tt.p.ProjectID != "" && (r.Project == nil || *r.Project != tt.p.ProjectID || r.Counts["projects"] != 1) {
 				t.Fatalf("project = %v, counts = %v", r.Project, r.Counts)
@@ -243,11 +306,12 @@ func TestReportMetrics(t *testing.T) {
 	e.record("prj_a", metering.FunctionTestRuns, 5, now0.AddDate(0, 0, -31))
 	e.record("prj_a", metering.Deploys, 1, now0.AddDate(0, 0, -40))
 	r := e.report(owner, usage.Query{Period: "7d"})
-	if r.Metrics.Days != 30 || r.Metrics.TestRuns30d != 5 || r.Metrics.TotalTestRuns != 10 || r.Metrics.Totals["function_test_runs"] != 5 {
+	// Once something records function test runs, they are numbers.
+	if r.Metrics.Days != 30 || num(r.Metrics.TestRuns30d) != 5 || num(r.Metrics.TotalTestRuns) != 10 || num(r.Metrics.Totals["function_test_runs"]) != 5 {
 		t.Fatalf("metrics = %+v", r.Metrics)
 	}
-	if r.Totals["function_test_runs"] != 2 {
-		t.Fatalf("7d test runs = %v, want 2", r.Totals["function_test_runs"])
+	if num(r.Totals["function_test_runs"]) != 2 {
+		t.Fatalf("7d test runs = %v, want 2", num(r.Totals["function_test_runs"]))
 	}
 	b, err := json.Marshal(r.Metrics)
 	if err != nil {

@@ -172,9 +172,10 @@ const LowCreditPercent = 10
 // (one dollar).
 const LowBalance billing.Micros = 1_000_000
 
-// CreditSource reports AI credit running low or used up. A workspace with
-// no included credit and no Balance is reported only when it used AI in the
-// last 30 days.
+// CreditSource reports AI credit running low or used up: the included
+// credit and the Balance on plans with credit, the Balance alone on plans
+// without (hobby), and what the workspace owes. A workspace with no
+// included credit is reported only when it used AI in the last 30 days.
 type CreditSource struct {
 	Credits Credits
 	Meter   Meter
@@ -188,27 +189,47 @@ func (s CreditSource) Attention(ctx context.Context, workspace string) ([]Item, 
 		return nil, err
 	}
 	link := Link{Method: "GET", API: "/api/billing", Dashboard: "/settings/billing"}
-	left := sum.IncludedLeft + sum.Available
-	if left <= 0 {
+	owed := ""
+	if sum.Owed > 0 {
+		owed = fmt.Sprintf("; $%s is owed for requests that used more than their estimate, paid first by the next Balance load", sum.Owed.USD())
+	}
+	used := func() (bool, error) {
 		now := s.Clock.Now()
-		used := float64(0)
 		for _, m := range []metering.Metric{metering.AIRequests, metering.AIEmbeddings} {
 			n, err := s.Meter.Total(ctx, workspace, "", m, now.AddDate(0, 0, -30), now.Add(time.Second))
-			if err != nil {
+			if err != nil || n > 0 {
+				return n > 0, err
+			}
+		}
+		return false, nil
+	}
+	left := sum.IncludedLeft + sum.Available
+	switch {
+	case left <= 0:
+		if sum.Included == 0 && sum.Owed == 0 {
+			if ok, err := used(); err != nil || !ok {
 				return nil, err
 			}
-			used += n
-		}
-		if sum.Included == 0 && used == 0 {
-			return nil, nil
 		}
 		return []Item{{Kind: KindAICredit, Severity: Critical, Link: link,
-			Reason: "AI credit is used up: AI requests and agent runs answer 402 ai_credits_exhausted until the Balance is loaded or the month turns"}}, nil
-	}
-	if sum.Included > 0 && sum.IncludedLeft*100 < sum.Included*LowCreditPercent && sum.Available < LowBalance {
+			Reason: "AI credit is used up: AI requests and agent runs answer 402 ai_credits_exhausted until the Balance is loaded or the month turns" + owed}}, nil
+	case sum.Included > 0 && sum.IncludedLeft*100 < sum.Included*LowCreditPercent && sum.Available < LowBalance:
 		return []Item{{Kind: KindAICredit, Severity: Warning, Link: link,
 			Reason: fmt.Sprintf("AI credit is running low: $%s of $%s included credit left this month, Balance $%s",
-				sum.IncludedLeft.USD(), sum.Included.USD(), sum.Available.USD())}}, nil
+				sum.IncludedLeft.USD(), sum.Included.USD(), sum.Available.USD()) + owed}}, nil
+	case sum.Included == 0 && sum.Available < LowBalance:
+		// No included credit (hobby): AI is paid from the Balance alone.
+		if sum.Owed == 0 {
+			if ok, err := used(); err != nil || !ok {
+				return nil, err
+			}
+		}
+		return []Item{{Kind: KindAICredit, Severity: Warning, Link: link,
+			Reason: fmt.Sprintf("the Balance is running low: $%s left, and this plan has no included AI credit, so AI requests and agent runs are paid from the Balance; load it before it runs out",
+				sum.Available.USD()) + owed}}, nil
+	case sum.Owed > 0:
+		return []Item{{Kind: KindAICredit, Severity: Warning, Link: link,
+			Reason: fmt.Sprintf("$%s is owed for requests that used more than their estimate: it counts against the Balance until the next load pays it", sum.Owed.USD())}}, nil
 	}
 	return nil, nil
 }
