@@ -10,7 +10,7 @@ GEO_DB    := $(DATA)/geo/country.mmdb
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME  ?= 60s
 
-.PHONY: run build test check lint vet fmt-check geodata fuzz bench clean
+.PHONY: run build test check lint vet fmt-check geodata dashboard fuzz bench clean
 
 ## run: build, fetch the country database once, start `platform serve` on embedded defaults
 ## (a local development setup: app origins and webhooks on this machine are allowed, and
@@ -22,12 +22,32 @@ run: build geodata
 ## first (build/netpollfifo: a one-line overlay of the toolchain's runtime/netpoll_epoll.go,
 ## checked against its source; without it, or on another OS, the runtime's own order)
 NETPOLL_FLAGS = $(shell $(GO) run ./build/netpollfifo -goroot "$$($(GO) env GOROOT)" -dir bin/_netpollfifo)
-build:
+build: dashboard
 	$(GO) build $(NETPOLL_FLAGS) -o $(BIN) ./cmd/platform
 
-## test: formatting, vet, staticcheck, then every test with the race detector, then the control
-## plane's tests again with PostgreSQL as the store (Debian `postgresql`; without it that pass skips)
-test: geodata fmt-check vet lint
+## dashboard: the web dashboard the binary embeds (web/dashboard/README.md): npm ci from the
+## lockfile, its TypeScript types from the API's own OpenAPI document (when a Go file changed),
+## then tsc and vite build into controlplane/dashboard/site/dist; each step only when its inputs changed
+DASH      := web/dashboard
+DASH_DEPS := $(DASH)/node_modules/.package-lock.json
+DASH_GEN  := $(DASH)/src/api/generated/openapi.json
+DASH_OUT  := controlplane/dashboard/site/dist/index.html
+dashboard: $(DASH_OUT)
+
+$(DASH_DEPS): $(DASH)/package-lock.json $(DASH)/package.json
+	cd $(DASH) && npm ci --no-audit --no-fund
+
+$(DASH_GEN): $(DASH_DEPS) $(shell find controlplane -name '*.go' ! -name '*_test.go' 2>/dev/null)
+	cd $(DASH) && GO="$(GO)" npm run --silent gen
+
+$(DASH_OUT): $(DASH_GEN) $(shell find $(DASH)/src $(DASH)/public -type f ! -path '*/generated/*' 2>/dev/null) \
+		$(DASH)/index.html $(DASH)/vite.config.ts $(DASH)/tsconfig.json
+	cd $(DASH) && npm run --silent check && npm run --silent bundle
+
+## test: formatting, vet, staticcheck, then every test with the race detector (the dashboard's in
+## Chromium among them), then the control plane's tests again with PostgreSQL as the store (Debian
+## `postgresql`; without it that pass skips)
+test: geodata dashboard fmt-check vet lint
 	PLATFORM_GEOIP=$(abspath $(GEO_DB)) $(GO) test -race -shuffle=on -timeout 15m ./...
 	PLATFORM_TEST_STORE=postgres $(GO) test -race -shuffle=on -timeout 15m ./controlplane/...
 
@@ -74,4 +94,4 @@ bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean:
-	rm -rf bin
+	rm -rf bin controlplane/dashboard/site/dist $(DASH)/src/api/generated

@@ -31,6 +31,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/cdn"
 	"github.com/svcplatform/platform/controlplane/certs"
 	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/dashboard"
 	"github.com/svcplatform/platform/controlplane/databases"
 	"github.com/svcplatform/platform/controlplane/deploys"
 	"github.com/svcplatform/platform/controlplane/edgesync"
@@ -572,6 +573,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	cp.routes = cp.routeTable()
 	mux := http.NewServeMux()
 	api.Mount(mux, cp.routes, api.MountOptions{Authn: cp.Accounts, Log: log, Observer: cp.metrics, Calls: cp.keyCalls})
+	mux.Handle("/", dashboard.New()) // the web dashboard: every path the API does not answer
 	cp.handler = mux
 	// The first workspace comes last, once everything else is built, so
 	// a start that fails on the way creates no owner key.

@@ -402,9 +402,9 @@ func adminMux(reg *prometheus.Registry, ready func() bool) http.Handler {
 }
 
 func printBootstrap(out io.Writer, b accounts.Bootstrap, apiAddr string) {
-	base := "http://" + apiAddr
+	base := "http://" + browserAddr(apiAddr)
 	if !b.Created {
-		fmt.Fprintf(out, "platform: API at %s (existing data directory: the owner key was printed on its first start; lost? platform owner-key reset)\n", base)
+		fmt.Fprintf(out, "platform: dashboard at %s/ (sign in), API at %s (existing data directory: the owner key was printed on its first start; lost? platform owner-key reset)\n", base, base)
 		return
 	}
 	fmt.Fprintf(out, "platform: created workspace %q (%s) on plan %s, owner %s\n", b.Workspace.Name, b.Workspace.ID, b.Workspace.Plan, b.OwnerEmail)
@@ -413,9 +413,24 @@ func printBootstrap(out io.Writer, b accounts.Bootstrap, apiAddr string) {
 	} else {
 		fmt.Fprintf(out, "platform: owner API key: the one given with --bootstrap-key\n")
 	}
-	fmt.Fprintf(out, "platform: dashboard password setup token (once, 7 days): %s\n", b.SetupToken)
-	fmt.Fprintf(out, "          curl -X POST %s/api/members/accept -d '{\"token\":\"%s\",\"password\":\"<choose one>\"}'\n", base, b.SetupToken)
-	fmt.Fprintf(out, "platform: API at %s   try: curl -H 'Authorization: Bearer <key>' %s/api/workspace\n", base, base)
+	fmt.Fprintf(out, "platform: set the owner's dashboard password (this link works once, for 7 days):\n")
+	fmt.Fprintf(out, "          %s/setup?token=%s\n", base, b.SetupToken)
+	fmt.Fprintf(out, "          (or: curl -X POST %s/api/members/accept -d '{\"token\":\"%s\",\"password\":\"<choose one>\"}')\n", base, b.SetupToken)
+	fmt.Fprintf(out, "platform: dashboard at %s/   API at %s/api/   try: curl -H 'Authorization: Bearer <key>' %s/api/workspace\n", base, base, base)
+}
+
+// browserAddr is apiAddr as a browser should open it: an address listening
+// on every interface is opened on loopback, where browsers keep the
+// session's Secure cookie over plain HTTP.
+func browserAddr(apiAddr string) string {
+	host, port, err := net.SplitHostPort(apiAddr)
+	if err != nil {
+		return apiAddr
+	}
+	if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return apiAddr
 }
 
 // ownAddrs are the platform's own listeners as address-port pairs, which

@@ -1,0 +1,75 @@
+import { useEffect } from "preact/hooks";
+import { api, unwrap } from "../api/client";
+import { useParams } from "../router";
+import { Badge, Curl, duration, ErrorNote, Loading, Page, When } from "../components/ui";
+import { useLoad } from "../components/load";
+
+// How often a deployment that is still deploying is asked after.
+const followEvery = 1000;
+
+// Deployment: its state, commit, duration and log, followed live while it
+// deploys.
+export function Deployment() {
+  const { id, dep } = useParams() as { id: string; dep: string };
+  const d = useLoad(() => unwrap(api.GET("/api/deployments/{id}", { params: { path: { id: dep } } })), [dep]);
+  const state = d.data?.deployment.state;
+  useEffect(() => {
+    if (state !== "deploying") return;
+    const t = setTimeout(() => d.reload(), followEvery);
+    return () => clearTimeout(t);
+  }, [state, d.data]);
+  const x = d.data?.deployment;
+  return (
+    <Page title={`Deployment ${dep}`}>
+      <p>
+        <a href={`/projects/${id}/deployments`}>← All deployments of this project</a>
+      </p>
+      <ErrorNote error={d.error} />
+      {!x && !d.error && <Loading what="the deployment" />}
+      {x && (
+        <>
+          <dl class="facts card">
+            <dt>State</dt>
+            <dd aria-live="polite">
+              <Badge state={x.state} />
+              {x.health && <span class="muted"> · health {x.health}</span>}
+            </dd>
+            <dt>Kind</dt>
+            <dd>{x.kind}</dd>
+            <dt>Source</dt>
+            <dd>{x.repoName ? `${x.repoName}, commit ${x.commit}` : x.source}{x.rollback ? " (rollback)" : ""}</dd>
+            <dt>Started</dt>
+            <dd>
+              <When at={x.createdAt} /> by {x.actor}
+            </dd>
+            <dt>Took</dt>
+            <dd>{x.finishedAt ? duration(x.createdAt, x.finishedAt) : "still deploying"}</dd>
+            <dt>Files</dt>
+            <dd>{x.files}</dd>
+            {x.error && (
+              <>
+                <dt>Error</dt>
+                <dd class="error">{x.error}</dd>
+              </>
+            )}
+          </dl>
+          <section aria-labelledby="log-h">
+            <h2 id="log-h">Deploy log</h2>
+            <pre class="log" tabIndex={0} aria-label="Deploy log">
+              {d.data!.log.map((l) => `${new Date(l.at).toISOString().slice(11, 19)}  ${l.line}\n`).join("") || "(empty)"}
+            </pre>
+          </section>
+          {d.data!.output.length > 0 && (
+            <section aria-labelledby="out-h">
+              <h2 id="out-h">Program output</h2>
+              <pre class="log" tabIndex={0} aria-label="Program output">
+                {d.data!.output.map((l) => `${new Date(l.at).toISOString().slice(11, 19)} ${l.stream}  ${l.line}\n`).join("")}
+              </pre>
+            </section>
+          )}
+          <Curl method="GET" path={`/api/deployments/${dep}`} />
+        </>
+      )}
+    </Page>
+  );
+}
