@@ -12,11 +12,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/svcplatform/platform/cli"
 )
 
-const usage = `usage: platform <command> [flags]
+var usage = "usage: platform <command> [flags]\n\n" + cli.Usage() + `
 
-commands:
+operator commands:
   serve          control plane + edge + background workers in one process
   controlplane   control plane + workers only
   edge           one edge node, configured from a control plane (--controlplane, --edge-token)
@@ -33,6 +35,9 @@ func main() {
 		os.Exit(2)
 	}
 	cmd := os.Args[1]
+	if cli.Has(cmd) {
+		os.Exit(cli.Main(cmd, os.Args[2:]))
+	}
 	var o options
 	if cmd == "edge-token" {
 		if err := edgeToken(context.Background(), os.Args[2:], os.Stdout); err != nil {

@@ -1,6 +1,8 @@
 package repos
 
 import (
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"strconv"
 
@@ -54,14 +56,45 @@ func (h Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
 	return api.Reply(w, http.StatusOK, api.Deleted{ID: id, Deleted: true}, h.S.Delete(r.Context(), api.PrincipalFrom(r.Context()), id))
 }
 
-// Push answers POST /api/repos/{id}/commits.
+// Push answers POST /api/repos/{id}/commits. The Content-Type picks the
+// form: a tar archive (IsArchiveType) with the message in ?message= or the
+// X-Commit-Message header; multipart/form-data with a manifest part and an
+// optional archive part; anything else is the JSON body.
 func (h Handlers) Push(w http.ResponseWriter, r *http.Request) error {
-	var req PushRequest
+	pr, id := api.PrincipalFrom(r.Context()), r.PathValue("id")
+	mediaType, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	var c Commit
+	var err error
+	switch {
+	case IsArchiveType(mediaType):
+		var msg string
+		if msg, err = archiveMessage(r.URL.Query(), r.Header.Get(HeaderMessage)); err != nil {
+			return err
+		}
+		c, err = h.S.PushArchive(r.Context(), pr, id, msg, r.Body)
+	case mediaType == "multipart/form-data":
+		if params["boundary"] == "" {
+			return api.Invalid("multipart/form-data needs a boundary parameter")
+		}
+		c, err = h.S.PushManifest(r.Context(), pr, id, multipart.NewReader(r.Body, params["boundary"]))
+	default:
+		var req PushRequest
+		if err := api.Decode(r, &req, false); err != nil {
+			return err
+		}
+		c, err = h.S.Push(r.Context(), pr, id, req)
+	}
+	return api.Reply(w, http.StatusCreated, CommitAnswer{RepoID: id, Commit: c}, err)
+}
+
+// Missing answers POST /api/repos/{id}/blobs/missing.
+func (h Handlers) Missing(w http.ResponseWriter, r *http.Request) error {
+	var req MissingRequest
 	if err := api.Decode(r, &req, false); err != nil {
 		return err
 	}
-	c, err := h.S.Push(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), req)
-	return api.Reply(w, http.StatusCreated, CommitAnswer{RepoID: r.PathValue("id"), Commit: c}, err)
+	out, err := h.S.Missing(r.Context(), api.PrincipalFrom(r.Context()).WorkspaceID, r.PathValue("id"), req)
+	return api.Reply(w, http.StatusOK, out, err)
 }
 
 // CommitParam reads the optional commit query parameter (0 when absent).

@@ -8,10 +8,8 @@ package repos
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -191,136 +189,6 @@ func (s *Service) Delete(ctx context.Context, pr *auth.Principal, id string) err
 		return s.audit.Record(ctx, tx, audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "repo.delete", Category: audit.CategoryDeploy,
 			TargetType: "repo", TargetID: id, Summary: fmt.Sprintf("deleted repo %s (%d commits)", r.Name, r.Commits)})
 	})
-}
-
-// PushRequest is the body of POST /api/repos/{id}/commits.
-type PushRequest struct {
-	Message string     `json:"message"`
-	Files   []PushFile `json:"files"`
-}
-
-// PushFile is one file of a push.
-type PushFile struct {
-	Path    string `json:"path"`
-	Content string `json:"content"`
-	// Base64 marks content as base64 (standard alphabet, padded) binary.
-	Base64 bool `json:"base64,omitempty"`
-}
-
-// pushed is a validated file ready to store.
-type pushed struct {
-	path string
-	data []byte
-	env  bool
-}
-
-// validatePush checks every limit and path of req before anything is
-// stored, and returns the files sorted by path.
-func validatePush(req PushRequest) (string, []pushed, error) {
-	msg, err := validText("message", req.Message, MaxMessageLen, true)
-	if err != nil {
-		return "", nil, err
-	}
-	switch n := len(req.Files); {
-	case n == 0:
-		return "", nil, api.E(api.KindInvalid, "no_files", "files must hold at least one file: each commit is a full snapshot of the repo")
-	case n > MaxFilesPerPush:
-		return "", nil, api.E(api.KindInvalid, "too_many_files", "a push holds at most %d files; this one has %d", MaxFilesPerPush, n).
-			With("limit", MaxFilesPerPush).With("files", n)
-	}
-	out := make([]pushed, 0, len(req.Files))
-	seen := make(map[string]string, len(req.Files))
-	var total int64
-	for i, f := range req.Files {
-		clean, err := CleanPath(f.Path)
-		if err != nil {
-			return "", nil, api.E(api.KindInvalid, "invalid_path", "files[%d]: %v", i, err).With("index", i)
-		}
-		if first, dup := seen[clean]; dup {
-			return "", nil, api.E(api.KindInvalid, "duplicate_path", "files[%d]: path %q is the same file as %q given earlier", i, f.Path, first).With("index", i)
-		}
-		seen[clean] = f.Path
-		data := []byte(f.Content)
-		if f.Base64 {
-			if base64.StdEncoding.DecodedLen(len(f.Content)) > MaxFileBytes+3 {
-				return "", nil, fileTooLarge(i, clean, int64(base64.StdEncoding.DecodedLen(len(f.Content))))
-			}
-			if data, err = base64.StdEncoding.DecodeString(f.Content); err != nil {
-				return "", nil, api.E(api.KindInvalid, "invalid_base64", "files[%d] %s: content is not valid base64: %v", i, clean, err).With("index", i)
-			}
-		}
-		if len(data) > MaxFileBytes {
-			return "", nil, fileTooLarge(i, clean, int64(len(data)))
-		}
-		if total += int64(len(data)); total > MaxPushBytes {
-			return "", nil, api.E(api.KindTooLarge, "push_too_large", "a push carries at most %d bytes of files (25 MB); this one passes that at files[%d] %s", MaxPushBytes, i, clean).
-				With("limit", MaxPushBytes)
-		}
-		out = append(out, pushed{path: clean, data: data, env: IsEnvFile(clean)})
-	}
-	slices.SortFunc(out, func(a, b pushed) int { return strings.Compare(a.path, b.path) })
-	// A path cannot be both a file and a directory.
-	for i := 1; i < len(out); i++ {
-		if strings.HasPrefix(out[i].path, out[i-1].path+"/") {
-			return "", nil, api.E(api.KindInvalid, "path_conflict", "%q is a file and also a directory of %q", out[i-1].path, out[i].path)
-		}
-	}
-	return msg, out, nil
-}
-
-func fileTooLarge(i int, path string, size int64) error {
-	return api.E(api.KindTooLarge, "file_too_large", "files[%d] %s is %d bytes; a file is at most %d bytes (10 MB)", i, path, size, MaxFileBytes).
-		With("index", i).With("limit", MaxFileBytes)
-}
-
-// isBinary reports whether data is not text: invalid UTF-8 or holding NUL.
-func isBinary(data []byte) bool {
-	return !utf8.Valid(data) || slices.Contains(data, 0)
-}
-
-// Push validates req, stores its files as blobs and records the commit,
-// numbered one past the repo's latest. A refused push stores nothing.
-func (s *Service) Push(ctx context.Context, pr *auth.Principal, repoID string, req PushRequest) (Commit, error) {
-	msg, files, err := validatePush(req)
-	if err != nil {
-		return Commit{}, err
-	}
-	if _, err := s.Get(ctx, pr.WorkspaceID, repoID); err != nil {
-		return Commit{}, err
-	}
-	rows := make([]fileRow, len(files))
-	c := Commit{Message: msg, Files: len(files), Author: pr.Label(), CreatedAt: s.clock.Now()}
-	for i, f := range files {
-		rows[i] = fileRow{path: f.path, size: int64(len(f.data)), binary: isBinary(f.data)}
-		c.Size += rows[i].size
-		if f.env {
-			continue // never kept: never read back, never deployed
-		}
-		sum, written, err := s.blobs.Put(f.data)
-		if err != nil {
-			return Commit{}, err
-		}
-		rows[i].sha = sum
-		if written {
-			c.StoredBytes += rows[i].size
-		}
-	}
-	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
-		r, err := getRepo(ctx, tx, pr.WorkspaceID, repoID)
-		if err != nil {
-			return err
-		}
-		c.Number = r.Commits + 1
-		if err := insertCommit(ctx, tx, repoID, c, rows); err != nil {
-			return err
-		}
-		return s.audit.Record(ctx, tx, audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "repo.commit", Category: audit.CategoryDeploy,
-			TargetType: "repo", TargetID: repoID, Summary: fmt.Sprintf("pushed commit %d to %s (%d files)", c.Number, r.Name, c.Files)})
-	})
-	if err != nil {
-		return Commit{}, err
-	}
-	return c, nil
 }
 
 // resolveCommit returns the commit number asked for (0 for the latest).

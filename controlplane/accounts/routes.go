@@ -1,0 +1,34 @@
+package accounts
+
+import (
+	"net/http"
+
+	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/controlplane/auth"
+)
+
+// Routes is the area's rows of the route table: the workspace, keys,
+// members, sessions and the signed-in member's account.
+func Routes(h Handlers) []api.Route {
+	const G, P, U, A, D = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete
+	return []api.Route{
+		{Method: G, Path: "/api/workspace", Op: auth.OpWorkspaceRead, Handler: h.GetWorkspace, Summary: "The workspace and the caller", Response: WhoAmI{}},
+		{Method: G, Path: "/api/keys", Op: auth.OpKeyList, Handler: h.ListKeys, Summary: "List API keys (your own; every key for admins)", Response: KeyList{}},
+		{Method: P, Path: "/api/keys", Op: auth.OpKeyCreate, Handler: h.CreateKey, Status: 201, Summary: "Create an API key; the secret is shown once", Request: CreateKeyRequest{}, Response: CreatedKey{}},
+		{Method: D, Path: "/api/keys/{id}", Op: auth.OpKeyRevoke, Handler: h.RevokeKey, Summary: "Revoke an API key", Response: KeyAnswer{}},
+		{Method: G, Path: "/api/members", Op: auth.OpMemberList, Handler: h.ListMembers, Summary: "List members", Response: MemberList{}},
+		{Method: P, Path: "/api/members", Op: auth.OpMemberManage, Handler: h.Invite, Status: 201, Summary: "Invite a member; the invitation token is shown once", Request: InviteRequest{}, Response: Invitation{}},
+		{Method: P, Path: "/api/members/accept", Public: true, Handler: h.Accept, Summary: "Accept an invitation (or the owner's setup token) and set a password", Request: AcceptRequest{}, Response: MemberAnswer{}},
+		{Method: A, Path: "/api/members/{id}", Op: auth.OpMemberManage, Handler: h.UpdateMember, Summary: "Change a member's role", Request: UpdateMemberRequest{}, Response: MemberAnswer{}},
+		{Method: D, Path: "/api/members/{id}", Op: auth.OpMemberManage, Handler: h.RemoveMember, Summary: "Remove a member and revoke their keys", Response: api.Deleted{}},
+		{Method: P, Path: "/api/session", Public: true, Handler: h.SignIn, Summary: "Sign in to the dashboard (sets the session cookie)", Request: SignInRequest{}, Response: SignedIn{}},
+		{Method: G, Path: "/api/session", Op: auth.OpWorkspaceRead, Handler: h.GetSession, Summary: "The signed-in member", Response: SessionInfo{}},
+		{Method: D, Path: "/api/session", Op: auth.OpAccount, Handler: h.SignOut, Summary: "Sign out"},
+		{Method: U, Path: "/api/account/password", Op: auth.OpAccount, Handler: h.ChangePassword, Summary: "Change your password", Request: PasswordRequest{}},
+		{Method: P, Path: "/api/account/totp", Op: auth.OpAccount, Handler: h.StartTOTP, Summary: "Start two-factor enrolment", Response: TOTPEnrollment{}},
+		{Method: P, Path: "/api/account/totp/confirm", Op: auth.OpAccount, Handler: h.ConfirmTOTP, Summary: "Confirm two-factor with a code", Request: CodeRequest{}, Response: TOTPState{}},
+		{Method: D, Path: "/api/account/totp", Op: auth.OpAccount, Handler: h.DisableTOTP, Summary: "Turn two-factor off with a code", Request: CodeRequest{}, Response: TOTPState{}},
+		{Method: P, Path: "/api/account/email/verification", Op: auth.OpEmailVerify, Handler: h.RequestEmailVerification, Status: 202, Summary: "Mail yourself an e-mail verification token (24 hours, single use)", Response: VerificationSent{}},
+		{Method: P, Path: "/api/account/email/verify", Public: true, Handler: h.VerifyEmail, Summary: "Redeem an e-mail verification token", Request: VerifyRequest{}, Response: MemberAnswer{}},
+	}
+}
