@@ -14,6 +14,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/databases"
 	"github.com/svcplatform/platform/controlplane/deploys"
 	"github.com/svcplatform/platform/controlplane/edgesync"
+	"github.com/svcplatform/platform/controlplane/mail"
 	"github.com/svcplatform/platform/controlplane/media"
 	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/projects"
@@ -43,6 +44,7 @@ func (cp *ControlPlane) routeTable() []api.Route {
 		billing.Routes(billing.Handlers{L: cp.Billing}),
 		ai.Routes(ai.Handlers{S: cp.ai}),
 		agents.Routes(agents.Handlers{S: cp.agents}),
+		mail.Routes(mail.Handlers{S: cp.mail}),
 		cp.mcp.Routes(),
 		usage.Routes(usage.Handlers{S: cp.usage}),
 		audit.Routes(audit.Handlers{Log: cp.Audit}),

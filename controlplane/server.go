@@ -17,6 +17,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +37,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/deploys"
 	"github.com/svcplatform/platform/controlplane/edgesync"
 	"github.com/svcplatform/platform/controlplane/jobs"
+	"github.com/svcplatform/platform/controlplane/mail"
 	"github.com/svcplatform/platform/controlplane/mcp"
 	"github.com/svcplatform/platform/controlplane/media"
 	"github.com/svcplatform/platform/controlplane/metering"
@@ -127,6 +129,10 @@ type Config struct {
 	// Payments configures the payments area (processor, hosted page base
 	// URL: the API's address).
 	Payments payments.Config `json:"payments"`
+	// Mail configures e-mail: the SMTP relay (--smtp-url; empty: messages
+	// are written to DataDir/mail), the platform's sender (--mail-from) and
+	// the DNS resolver sending domains are looked up at (--dns-resolver).
+	Mail mail.Config `json:"mail"`
 }
 
 // DefaultOriginProbeEvery is how often the origins of serving apps and
@@ -185,6 +191,15 @@ func (c *Config) Provision() {
 	if c.Media.Live != nil && c.Media.Live.NotifyBaseURL == "" {
 		c.Media.Live.NotifyBaseURL = c.APIBaseURL
 	}
+	if c.Mail.Dir == "" {
+		c.Mail.Dir = filepath.Join(c.DataDir, "mail")
+	}
+	if c.Mail.From == "" {
+		c.Mail.From = "Platform <noreply@" + c.AppsDomain + ">"
+	}
+	if !slices.Contains(c.Mail.ReservedDomains, c.AppsDomain) {
+		c.Mail.ReservedDomains = append(c.Mail.ReservedDomains, c.AppsDomain)
+	}
 }
 
 // ControlPlane is the assembled control plane. Every field is set by New;
@@ -222,6 +237,7 @@ type ControlPlane struct {
 	vectors   *vectors.Service
 	usage     *usage.Service
 	agents    *agents.Service
+	mail      *mail.Service
 	// New areas are added here, in dependency order: jobs, billing, ai,
 	// vectors, payments, media.
 
@@ -244,6 +260,9 @@ const jobBlobsGC = "blobs.gc"
 // Media returns the media area (its tests process uploads through it).
 func (cp *ControlPlane) Media() *media.Service { return cp.media }
 
+// Mail returns the e-mail area.
+func (cp *ControlPlane) Mail() *mail.Service { return cp.mail }
+
 // AI returns the AI gateway.
 func (cp *ControlPlane) AI() *ai.Service { return cp.ai }
 
@@ -261,6 +280,13 @@ func (cp *ControlPlane) StartBackground(ctx context.Context) {
 		}
 	}
 	cp.Jobs.Start(ctx)
+	// A misconfigured relay shows in the log at start, not at the first
+	// message.
+	go func() {
+		if err := cp.mail.CheckRelay(ctx); err != nil {
+			cp.cfg.Logger.Warn("mail: the SMTP relay cannot be used; messages stay queued until it can", "err", err)
+		}
+	}()
 }
 
 // newCluster registers this node among the replicas and returns the
@@ -362,7 +388,6 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		return nil, err
 	}
 	cp.onClose(cp.Accounts.Close)
-	cp.Accounts.SetMailer(&accounts.FileMailer{Dir: filepath.Join(cfg.DataDir, "mail"), Log: log, Now: clk.Now})
 	cp.Projects = projects.New(projects.Config{AppsDomain: cfg.AppsDomain, AppsPort: cfg.AppsPort}, cp.DB, clk, cp.Audit, cp.Meter, cp.Sealer)
 	cp.Projects.SetKeyRevoker(cp.Accounts)
 	cp.Projects.SetLogger(log)
@@ -530,6 +555,22 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	cp.Projects.AddDependent(cp.agents.Dependent())
 	cp.Projects.AddCounter(cp.agents)
 
+	// E-mail: the platform's own mail (verification tokens) and projects',
+	// one queue on the jobs facility, through the SMTP relay or to
+	// DATA/mail.
+	if cp.mail, err = mail.New(cfg.Mail, mail.Deps{DB: cp.DB, Clock: clk, Sealer: cp.Sealer, Meter: cp.Meter, Jobs: cp.Jobs,
+		Projects: cp.Projects, Plans: cp.Accounts, Audit: cp.Audit, Logger: log}); err != nil {
+		return nil, err
+	}
+	cp.Accounts.SetMailer(cp.mail)
+	cp.Projects.AddDependent(cp.mail)
+	for _, c := range cp.mail.Collectors() {
+		if err := cfg.Registerer.Register(c); err != nil {
+			return nil, fmt.Errorf("controlplane: metrics: %w", err)
+		}
+	}
+	log.Info(cp.mail.Describe())
+
 	// Usage report and attention list: every area's counts, sizes and
 	// to-dos, asked through small interfaces.
 	if cp.usage, err = usage.New(usage.Deps{DB: cp.DB, Clock: clk, Meter: cp.Meter, Projects: cp.Projects, Plans: cp.Accounts,
@@ -550,6 +591,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 			"shield":   usage.ShieldSource{Shield: cp.shield, Changes: cp.Audit, Clock: clk},
 			"refunds":  usage.RefundsSource{Projects: cp.Projects, Payments: cp.payments},
 			"webhooks": usage.WebhooksSource{Webhooks: failingWebhooks{cp}},
+			"mail":     cp.mail,
 		},
 		Logger: log}); err != nil {
 		return nil, err

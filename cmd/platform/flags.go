@@ -43,6 +43,9 @@ type options struct {
 	sealKeyFile    string
 	appSandbox     string
 	runtimeDir     string
+	smtpURL        string
+	mailFrom       string
+	dnsResolver    string
 	appIdle        string
 	appCPUMillis   string
 	appMemory      string
@@ -91,6 +94,9 @@ func (o *options) defs() []flagDef {
 		{"rtmps-addr", "PLATFORM_RTMPS_ADDR", "127.0.0.1:1936", "media: RTMPS live ingest, TLS terminated by the platform with the local CA's certificate and forwarded to --rtmp-addr (empty: off)", &o.rtmpsAddr},
 		{"app-sandbox", "PLATFORM_APP_SANDBOX", "", "run deployed apps, workers and functions: bwrap (bubblewrap + prlimit, as root), none (no isolation: development only) or empty (off: such deploys answer 503)", &o.appSandbox},
 		{"runtime-dir", "PLATFORM_RUNTIME_DIR", "", "where running apps' directories live, outside --data (default <data>.runtime)", &o.runtimeDir},
+		{"smtp-url", "PLATFORM_SMTP_URL", "", "mail: the SMTP relay, smtp://user:pass@host:587 (STARTTLS when offered; ?starttls=required) or smtps://user:pass@host:465; prefer the environment variable (the password); empty writes messages to DIR/mail", &o.smtpURL},
+		{"mail-from", "PLATFORM_MAIL_FROM", "", "mail: the platform's sender, Name <address> (default Platform <noreply@<apps-domain>>); publish SPF and DKIM for it at the relay", &o.mailFrom},
+		{"dns-resolver", "PLATFORM_DNS_RESOLVER", "", "the DNS server (host:port) sending domains are looked up at; empty uses the system's resolver", &o.dnsResolver},
 		{"app-idle-timeout", "PLATFORM_APP_IDLE_TIMEOUT", "15m", "stop an app with no connection for this long; the next request wakes it (0s: never)", &o.appIdle},
 		{"app-cpu-millis", "PLATFORM_APP_CPU_MILLIS", "1000", "CPU of each sandboxed app in thousandths of a core (bwrap with cgroups)", &o.appCPUMillis},
 		{"app-memory-bytes", "PLATFORM_APP_MEMORY_BYTES", "536870912", "memory of each sandboxed app: all of it with cgroups, RLIMIT_DATA without", &o.appMemory},

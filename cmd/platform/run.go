@@ -26,6 +26,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/ai"
 	"github.com/svcplatform/platform/controlplane/blobs"
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
+	"github.com/svcplatform/platform/controlplane/mail"
 	"github.com/svcplatform/platform/controlplane/media"
 	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/plans"
@@ -103,6 +104,7 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 		OwnAddrs:             ownAddrs(apiLn.Addr(), adminLn.Addr()),
 		APIBaseURL:           "http://" + apiLn.Addr().String(),
 		Payments:             payments.Config{Processor: o.payProcessor, StripeKey: o.stripeKey, StripeBaseURL: o.stripeBaseURL},
+		Mail:                 mail.Config{SMTPURL: o.smtpURL, From: o.mailFrom, DNSResolver: o.dnsResolver},
 		Media:                mediaCfg,
 		Runtime:              rtCfg,
 		Blobs:                o.blobs,

@@ -60,13 +60,17 @@ const (
 	KindFunctionsBehind = "functions_behind"
 	KindEmailUnverified = "email_unverified"
 	KindShieldLogOnly   = "shield_log_only"
+	// KindMailFailed and KindSendingDomain are the mail area's: messages
+	// that failed, and sending domains that do not (or no longer) verify.
+	KindMailFailed    = "mail_failed"
+	KindSendingDomain = "sending_domain"
 )
 
 // kindOrder ranks kinds within a severity: what blocks users and money
 // first, then what is half done, then housekeeping.
 var kindOrder = []string{
 	KindTeardownFailed, KindDeployFailed, KindPlanLimit, KindAICredit, KindRefundsOwed,
-	KindWebhooksFailing, KindDeployStuck, KindFunctionsBehind, KindEmailUnverified, KindShieldLogOnly,
+	KindWebhooksFailing, KindMailFailed, KindDeployStuck, KindFunctionsBehind, KindSendingDomain, KindEmailUnverified, KindShieldLogOnly,
 }
 
 func kindRank(k string) int {

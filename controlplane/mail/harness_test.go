@@ -1,0 +1,269 @@
+package mail
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svcplatform/platform/controlplane/accounts"
+	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/jobs"
+	"github.com/svcplatform/platform/controlplane/metering"
+	"github.com/svcplatform/platform/controlplane/plans"
+	"github.com/svcplatform/platform/controlplane/projects"
+	"github.com/svcplatform/platform/controlplane/seal"
+	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/controlplane/store/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// The assembly's services are what the area depends on.
+var (
+	_ Projects               = (*projects.Service)(nil)
+	_ Plans                  = (*accounts.Service)(nil)
+	_ Jobs                   = (*jobs.Runner)(nil)
+	_ metering.BatchRecorder = (*metering.Meter)(nil)
+)
+
+// eachEngine runs fn on SQLite and on PostgreSQL.
+func eachEngine(t *testing.T, fn func(t *testing.T, e pgtest.Engine)) {
+	for _, e := range pgtest.Engines() {
+		t.Run(e.Name, func(t *testing.T) { fn(t, e) })
+	}
+}
+
+// fakeProjects is the projects area as the mail area sees it.
+type fakeProjects struct {
+	mu sync.Mutex
+	m  map[string]projects.Project
+}
+
+func (f *fakeProjects) Get(_ context.Context, workspace, id string) (projects.Project, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.m[id]
+	if !ok || p.WorkspaceID != workspace {
+		return projects.Project{}, api.NotFound("project")
+	}
+	return p, nil
+}
+
+func (f *fakeProjects) Writable(ctx context.Context, workspace, id string) (projects.Project, error) {
+	p, err := f.Get(ctx, workspace, id)
+	if err == nil && p.Status == projects.StatusTeardownFailed {
+		return p, projects.ErrTeardownFailed
+	}
+	return p, err
+}
+
+func (f *fakeProjects) update(id string, fn func(p *projects.Project)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.m[id]
+	fn(&p)
+	f.m[id] = p
+}
+
+type fakePlans map[string]plans.Name
+
+func (f fakePlans) Plan(_ context.Context, ws string) plans.Name { return f[ws] }
+
+// keys authenticates "Bearer <name>" as the principal of that name.
+type keys map[string]*auth.Principal
+
+func (k keys) Authenticate(r *http.Request) (*auth.Principal, error) {
+	return k[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")], nil
+}
+
+// The callers of every test: workspace ws_a (hobby) with projects prj_a,
+// prj_b and prj_dead (teardown_failed); ws_b (pro) with prj_c.
+var callers = keys{
+	"owner":    {WorkspaceID: "ws_a", MemberID: "mem_o", Role: auth.Owner, KeyID: "key_o", KeyPrefix: "svc_o"},
+	"dev":      {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_d", KeyPrefix: "svc_d"},
+	"viewer":   {WorkspaceID: "ws_a", MemberID: "mem_v", Role: auth.Viewer, KeyID: "key_v", KeyPrefix: "svc_v"},
+	"readonly": {WorkspaceID: "ws_a", MemberID: "mem_o", Role: auth.Owner, KeyID: "key_r", KeyPrefix: "svc_r", ReadOnly: true},
+	"prjkey":   {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_p", KeyPrefix: "svc_p", ProjectID: "prj_a"},
+	"otherprj": {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_q", KeyPrefix: "svc_q", ProjectID: "prj_b"},
+	"stranger": {WorkspaceID: "ws_b", MemberID: "mem_s", Role: auth.Owner, KeyID: "key_s", KeyPrefix: "svc_s"},
+}
+
+var t0 = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+
+// fixture is the area on a fresh store with a file or relay transport,
+// its routes mounted on a test server.
+type fixture struct {
+	t      *testing.T
+	db     *store.DB
+	clk    *clock.Fake
+	runner *jobs.Runner
+	meter  *metering.Meter
+	sealer *seal.Sealer
+	prj    *fakeProjects
+	svc    *Service
+	srv    *httptest.Server
+	dir    string
+	logs   *bytes.Buffer
+}
+
+// newFixture builds the area with cfg over a fresh store of engine e; an
+// empty cfg.SMTPURL writes messages to a temporary folder.
+func newFixture(t *testing.T, e pgtest.Engine, cfg Config) *fixture {
+	t.Helper()
+	f := &fixture{t: t, db: e.Open(t), clk: clock.NewFake(t0), logs: &bytes.Buffer{}}
+	f.meter = metering.New(f.db, f.clk.Now)
+	f.runner = jobs.New(f.db, f.clk, slog.New(slog.DiscardHandler), jobs.Config{})
+	t.Cleanup(func() { f.runner.Close() })
+	var err error
+	if f.sealer, err = seal.New(bytes.Repeat([]byte{7}, 32)); err != nil {
+		t.Fatal(err)
+	}
+	f.prj = &fakeProjects{m: map[string]projects.Project{
+		"prj_a":    {ID: "prj_a", WorkspaceID: "ws_a", Name: "Shop", Status: projects.StatusActive},
+		"prj_b":    {ID: "prj_b", WorkspaceID: "ws_a", Name: "Blog", Status: projects.StatusActive},
+		"prj_dead": {ID: "prj_dead", WorkspaceID: "ws_a", Name: "Gone", Status: projects.StatusTeardownFailed},
+		"prj_c":    {ID: "prj_c", WorkspaceID: "ws_b", Name: "Other", Status: projects.StatusActive},
+	}}
+	if cfg.SMTPURL == "" && cfg.Dir == "" {
+		f.dir = t.TempDir()
+		cfg.Dir = f.dir
+	}
+	if cfg.From == "" {
+		cfg.From = "Platform <noreply@platform.test>"
+	}
+	if cfg.DKIMKeyBits == 0 {
+		cfg.DKIMKeyBits = 1024 // fast to make; real domains get DefaultDKIMKeyBits
+	}
+	var lmu sync.Mutex
+	f.svc, err = New(cfg, Deps{DB: f.db, Clock: f.clk, Sealer: f.sealer, Meter: f.meter, Jobs: f.runner, Projects: f.prj,
+		Plans: fakePlans{"ws_a": plans.Hobby, "ws_b": plans.Pro}, Logger: slog.New(slog.NewTextHandler(lockedWriter{&lmu, f.logs}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	api.Mount(mux, Routes(Handlers{S: f.svc}), api.MountOptions{Authn: callers})
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// response is an answer of the test server.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) code() string {
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	json.Unmarshal(r.body, &e)
+	return e.Error.Code
+}
+
+func (r response) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+// call sends a request as key; body is marshalled unless it is a string.
+func (f *fixture) call(key, method, path string, body any, header ...string) response {
+	f.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, f.srv.URL+path, rd)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := f.srv.Client().Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return response{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+// must calls and fails the test unless the status is want.
+func (f *fixture) must(want int, key, method, path string, body any, header ...string) response {
+	f.t.Helper()
+	r := f.call(key, method, path, body, header...)
+	if r.status != want {
+		f.t.Fatalf("%s %s as %s: status %d, want %d: %s", method, path, key, r.status, want, r.body)
+	}
+	return r
+}
+
+// send queues a message of prj_a as dev and returns it.
+func (f *fixture) send(req map[string]any) Email {
+	f.t.Helper()
+	var a EmailAnswer
+	f.must(http.StatusAccepted, "dev", "POST", "/api/projects/prj_a/emails", req).decode(f.t, &a)
+	return a.Email
+}
+
+// runDue runs the jobs due now.
+func (f *fixture) runDue() {
+	f.t.Helper()
+	if _, err := f.runner.RunDue(context.Background()); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// email reads a message of prj_a as the viewer.
+func (f *fixture) email(id string) Email {
+	f.t.Helper()
+	var a EmailAnswer
+	f.must(http.StatusOK, "viewer", "GET", "/api/projects/prj_a/emails/"+id, nil).decode(f.t, &a)
+	return a.Email
+}
+
+// count counts the rows of a table.
+func (f *fixture) count(table string) int {
+	f.t.Helper()
+	var n int
+	if err := f.db.QueryRowContext(context.Background(), `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
