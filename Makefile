@@ -10,7 +10,7 @@ GEO_DB    := $(DATA)/geo/country.mmdb
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME  ?= 60s
 
-.PHONY: run build test check lint vet fmt-check geodata dashboard fuzz bench clean
+.PHONY: run build test check lint vet fmt-check geodata dashboard testdeps fuzz bench clean
 
 ## run: build, fetch the country database once, start `platform serve` on embedded defaults
 ## (a local development setup: app origins and webhooks on this machine are allowed, and
@@ -44,10 +44,16 @@ $(DASH_OUT): $(DASH_GEN) $(shell find $(DASH)/src $(DASH)/public -type f ! -path
 		$(DASH)/index.html $(DASH)/vite.config.ts $(DASH)/tsconfig.json
 	cd $(DASH) && npm run --silent check && npm run --silent bundle
 
+## testdeps: npm packages tests load (hls.js for the media playback test), from their lockfiles
+HLSJS := controlplane/media/testdata/hlsjs
+testdeps: $(HLSJS)/node_modules/.package-lock.json
+$(HLSJS)/node_modules/.package-lock.json: $(HLSJS)/package-lock.json $(HLSJS)/package.json
+	cd $(HLSJS) && npm ci --no-audit --no-fund
+
 ## test: formatting, vet, staticcheck, then every test with the race detector (the dashboard's in
 ## Chromium among them), then the control plane's tests again with PostgreSQL as the store (Debian
 ## `postgresql`; without it that pass skips)
-test: geodata dashboard fmt-check vet lint
+test: geodata dashboard testdeps fmt-check vet lint
 	PLATFORM_GEOIP=$(abspath $(GEO_DB)) $(GO) test -race -shuffle=on -timeout 15m ./...
 	PLATFORM_TEST_STORE=postgres $(GO) test -race -shuffle=on -timeout 15m ./controlplane/...
 
