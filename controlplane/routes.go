@@ -21,6 +21,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/repos"
 	"github.com/svcplatform/platform/controlplane/security"
 	"github.com/svcplatform/platform/controlplane/shield"
+	"github.com/svcplatform/platform/controlplane/signin"
 	"github.com/svcplatform/platform/controlplane/usage"
 	"github.com/svcplatform/platform/controlplane/vectors"
 )
@@ -34,6 +35,7 @@ func (cp *ControlPlane) routeTable() []api.Route {
 		projects.Routes(projects.Handlers{S: cp.Projects}),
 		databases.Routes(databases.Handlers{S: cp.databases}),
 		vectors.Routes(vectors.Handlers{S: cp.vectors}),
+		signin.Routes(signin.Handlers{S: cp.signin}),
 		repos.Routes(repos.Handlers{S: cp.repos}),
 		deploys.Routes(deploys.Handlers{S: cp.deploys}),
 		media.Routes(media.Handlers{S: cp.media}),

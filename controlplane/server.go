@@ -50,6 +50,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/seal"
 	"github.com/svcplatform/platform/controlplane/security"
 	"github.com/svcplatform/platform/controlplane/shield"
+	"github.com/svcplatform/platform/controlplane/signin"
 	"github.com/svcplatform/platform/controlplane/store"
 	"github.com/svcplatform/platform/controlplane/usage"
 	"github.com/svcplatform/platform/controlplane/vectors"
@@ -238,6 +239,7 @@ type ControlPlane struct {
 	usage     *usage.Service
 	agents    *agents.Service
 	mail      *mail.Service
+	signin    *signin.Service
 	// New areas are added here, in dependency order: jobs, billing, ai,
 	// vectors, payments, media.
 
@@ -256,6 +258,10 @@ const jobMediaStorage = "media.storage"
 // jobBlobsGC deletes blobs no commit or deployment names, older than a
 // day, once a day.
 const jobBlobsGC = "blobs.gc"
+
+// jobSigninSweep sweeps sign-in pools' expired tokens and rotates their
+// keys.
+const jobSigninSweep = "signin.sweep"
 
 // Media returns the media area (its tests process uploads through it).
 func (cp *ControlPlane) Media() *media.Service { return cp.media }
@@ -459,7 +465,6 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 
 	// The security overview asks each area for its facts; checks of areas
 	// not built yet (custom domains, app users) are unavailable.
-	cp.security = security.New(security.Deps{Accounts: cp.Accounts, Variables: cp.Projects, Audit: cp.Audit, Usage: cp.Meter, Now: clk.Now})
 
 	// Databases, each a file on the node that created it; with several
 	// replicas (NodeURL) the others forward its requests there.
@@ -571,11 +576,34 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	}
 	log.Info(cp.mail.Describe())
 
+	// Sign-in pools: end-user authentication for the projects' apps; their
+	// messages go out as the project through the mail area.
+	if cp.signin, err = signin.New(signin.Config{BaseURL: cfg.APIBaseURL}, signin.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit,
+		Meter: cp.Meter, Sealer: cp.Sealer, Projects: cp.Projects, Plans: cp.Accounts, Limiter: limiter,
+		Mailer: signinMailer{cp.mail}, Logger: log}); err != nil {
+		return nil, err
+	}
+	cp.Projects.AddDependent(cp.signin)
+	cp.Projects.AddCounter(cp.signin)
+	for _, c := range cp.signin.Collectors() {
+		if err := cfg.Registerer.Register(c); err != nil {
+			return nil, fmt.Errorf("controlplane: metrics: %w", err)
+		}
+	}
+	cp.Jobs.Register(jobSigninSweep, func(ctx context.Context, _ jobs.Job) error { return cp.signin.Sweep(ctx) },
+		jobs.KindOptions{MaxAttempts: 3, Backoff: []time.Duration{time.Minute}})
+	cp.Jobs.Every(jobSigninSweep, signin.DefaultSweepEvery)
+
+	// The security overview asks each area for its facts (sign-in pools'
+	// lockouts among them); checks of areas not built yet are unavailable.
+	cp.security = security.New(security.Deps{Accounts: cp.Accounts, Variables: cp.Projects, Audit: cp.Audit, Usage: cp.Meter, Now: clk.Now,
+		LockedOutUsers: cp.signin.LockedOutUsers})
+
 	// Usage report and attention list: every area's counts, sizes and
 	// to-dos, asked through small interfaces.
 	if cp.usage, err = usage.New(usage.Deps{DB: cp.DB, Clock: clk, Meter: cp.Meter, Projects: cp.Projects, Plans: cp.Accounts,
 		Credits:  cp.Billing,
-		Counters: []usage.Counter{cp.databases, cp.vectors, cp.media, cp.payments, cp.agents},
+		Counters: []usage.Counter{cp.databases, cp.vectors, cp.media, cp.payments, cp.agents, cp.signin},
 		WorkspaceCounts: map[string]usage.CountFunc{"repos": func(ctx context.Context, ws string) (int, error) {
 			rs, err := cp.repos.List(ctx, ws)
 			return len(rs), err
@@ -592,6 +620,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 			"refunds":  usage.RefundsSource{Projects: cp.Projects, Payments: cp.payments},
 			"webhooks": usage.WebhooksSource{Webhooks: failingWebhooks{cp}},
 			"mail":     cp.mail,
+			"signin":   cp.signin,
 		},
 		Logger: log}); err != nil {
 		return nil, err
@@ -724,4 +753,13 @@ func (cp *ControlPlane) Close() error {
 	}
 	cp.closers = nil
 	return errors.Join(errs...)
+}
+
+// signinMailer sends sign-in pools' messages (verification, reset) as their
+// project through the mail area: its sender, daily limit and emails metric.
+type signinMailer struct{ m *mail.Service }
+
+func (a signinMailer) Send(ctx context.Context, msg signin.Message) error {
+	_, err := a.m.SendAs(ctx, msg.Workspace, msg.Project, "signin", "", mail.SendRequest{To: mail.Recipients{msg.To}, Subject: msg.Subject, Text: msg.Body})
+	return err
 }

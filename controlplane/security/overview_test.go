@@ -30,10 +30,10 @@ func TestOverviewHasEveryCheck(t *testing.T) {
 		t.Run(eng.Name, func(t *testing.T) {
 			env := cptest.New(t, onEngine(t, eng))
 			o, m := overview(t, env.Owner)
-			// Custom domains and app users' sign-in are not built: their checks
-			// are unavailable and not scored.
+			// Custom domains are not built: their check is unavailable and
+			// not scored. Sign-in pools' lockouts are scored (none here).
 			want := map[string]bool{"two_factor": true, "full_access_keys": true, "oldest_key": true, "never_used_keys": true,
-				"domain_verification": false, "owners_and_admins": true, "environment_variables": false, "end_user_lockouts": false,
+				"domain_verification": false, "owners_and_admins": true, "environment_variables": false, "end_user_lockouts": true,
 				"password_hashing": false, "app_user_two_factor": false, "audit_activity": false, "api_key_activity": false}
 			if len(o.Checks) != 12 {
 				t.Fatalf("%d checks, want the spec's 12", len(o.Checks))
@@ -50,12 +50,12 @@ func TestOverviewHasEveryCheck(t *testing.T) {
 				weights += c.Weight
 				points += c.Points
 			}
-			// The unavailable checks' 20 leave the denominator: the owner lacks
-			// two-factor (0 of 25), everything else passes: 55 of 80.
-			if weights != 80 || points != 55 || o.Score != 69 {
+			// The unavailable check's 10 leaves the denominator: the owner
+			// lacks two-factor (0 of 25), everything else passes: 65 of 90.
+			if weights != 90 || points != 65 || o.Score != 72 {
 				t.Fatalf("weights %d, points %d, score %d", weights, points, o.Score)
 			}
-			for _, id := range []string{"domain_verification", "end_user_lockouts"} {
+			for _, id := range []string{"domain_verification"} {
 				if c := m[id]; c.Status != "unavailable" || c.Weight != 0 || c.Points != 0 || c.Fix != "" {
 					t.Errorf("%s: %+v", id, c)
 				}
