@@ -92,6 +92,12 @@ const (
 	OpAgentRead      Op = "agent.read"
 	OpAgentWrite     Op = "agent.write"
 	OpAgentRun       Op = "agent.run"
+	OpMailRead       Op = "mail.read"
+	OpMailSend       Op = "mail.send"
+	OpMailDomains    Op = "mail.domains"
+	OpAuthPoolRead   Op = "auth_pool.read"
+	OpAuthPoolWrite  Op = "auth_pool.write"
+	OpAuthUserRead   Op = "auth_user.read"
 )
 
 // table is the permission table: the one answer to "may this principal do
@@ -157,6 +163,14 @@ var table = map[Op]Rule{
 	OpAgentRead:      {MinRole: Viewer, Scope: ScopeProject},
 	OpAgentWrite:     {MinRole: Developer, Write: true, Scope: ScopeProject},
 	OpAgentRun:       {MinRole: Developer, Write: true, Scope: ScopeProject},
+	OpMailRead:       {MinRole: Viewer, Scope: ScopeProject},
+	OpMailSend:       {MinRole: Developer, Write: true, Scope: ScopeProject},
+	OpMailDomains:    {MinRole: Developer, Write: true, Scope: ScopeProject},
+	OpAuthPoolRead:   {MinRole: Viewer, Scope: ScopeProject},
+	OpAuthPoolWrite:  {MinRole: Developer, Write: true, Scope: ScopeProject},
+	// App users' e-mail addresses are personal data: read like
+	// environment values, with a full-access credential.
+	OpAuthUserRead: {MinRole: Developer, FullAccess: true, Scope: ScopeProject},
 }
 
 // RuleOf returns the table row of op and whether op is known.

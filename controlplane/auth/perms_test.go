@@ -60,6 +60,12 @@ var expect = map[Op]struct {
 	OpAgentRead:      {Viewer, true, "own", false, false},
 	OpAgentWrite:     {Developer, false, "own", false, false},
 	OpAgentRun:       {Developer, false, "own", false, false},
+	OpMailRead:       {Viewer, true, "own", false, false},
+	OpMailSend:       {Developer, false, "own", false, false},
+	OpMailDomains:    {Developer, false, "own", false, false},
+	OpAuthPoolRead:   {Viewer, true, "own", false, false},
+	OpAuthPoolWrite:  {Developer, false, "own", false, false},
+	OpAuthUserRead:   {Developer, false, "own", false, false}, // app users' e-mail addresses: like env values
 }
 
 type caller struct {

@@ -221,7 +221,7 @@ func (s *Service) domainFor(ctx context.Context, pr *auth.Principal, id string, 
 
 // GetDomain reads a sending domain.
 func (s *Service) GetDomain(ctx context.Context, pr *auth.Principal, id string) (Domain, error) {
-	d, err := s.domainFor(ctx, pr, id, auth.OpProjectRead)
+	d, err := s.domainFor(ctx, pr, id, auth.OpMailRead)
 	if err != nil {
 		return Domain{}, err
 	}
@@ -233,7 +233,7 @@ func (s *Service) GetDomain(ctx context.Context, pr *auth.Principal, id string) 
 // record carries the domain's key. DNS that cannot answer is a 503 and
 // changes nothing.
 func (s *Service) VerifyDomain(ctx context.Context, pr *auth.Principal, id string) (Domain, error) {
-	d, err := s.domainFor(ctx, pr, id, auth.OpProjectUpdate)
+	d, err := s.domainFor(ctx, pr, id, auth.OpMailDomains)
 	if err != nil {
 		return Domain{}, err
 	}
@@ -306,7 +306,7 @@ func (s *Service) recheck(ctx context.Context, d domain) (domain, error) {
 // DeleteDomain removes a sending domain and its key: the project's mail
 // from it goes from the platform's address from the next attempt on.
 func (s *Service) DeleteDomain(ctx context.Context, pr *auth.Principal, id string) error {
-	d, err := s.domainFor(ctx, pr, id, auth.OpProjectUpdate)
+	d, err := s.domainFor(ctx, pr, id, auth.OpMailDomains)
 	if err != nil {
 		return err
 	}

@@ -15,21 +15,21 @@ import (
 func Routes(h Handlers) []api.Route {
 	const G, P, D = http.MethodGet, http.MethodPost, http.MethodDelete
 	return []api.Route{
-		{Method: P, Path: "/api/projects/{id}/emails", Op: auth.OpProjectUpdate, ProjectParam: "id", Handler: h.Send, Status: http.StatusAccepted, MaxBody: MaxSendBody,
+		{Method: P, Path: "/api/projects/{id}/emails", Op: auth.OpMailSend, ProjectParam: "id", Handler: h.Send, Status: http.StatusAccepted, MaxBody: MaxSendBody,
 			Summary: "Queue an e-mail {to, subject, text and/or html, replyTo?} from the project (Idempotency-Key honoured)", Request: SendRequest{}, Response: EmailAnswer{}},
-		{Method: G, Path: "/api/projects/{id}/emails", Op: auth.OpProjectRead, ProjectParam: "id", Handler: h.List,
+		{Method: G, Path: "/api/projects/{id}/emails", Op: auth.OpMailRead, ProjectParam: "id", Handler: h.List,
 			Summary: "The project's e-mails, newest first: ?state=queued|sent|failed&limit=&cursor=", Response: EmailPage{}},
-		{Method: G, Path: "/api/projects/{id}/emails/{emailId}", Op: auth.OpProjectRead, ProjectParam: "id", Handler: h.Get,
+		{Method: G, Path: "/api/projects/{id}/emails/{emailId}", Op: auth.OpMailRead, ProjectParam: "id", Handler: h.Get,
 			Summary: "One e-mail: state, attempts and the failure reason", Response: EmailAnswer{}},
-		{Method: P, Path: "/api/projects/{id}/mail/domains", Op: auth.OpProjectUpdate, ProjectParam: "id", Handler: h.AddDomain, Status: http.StatusCreated,
+		{Method: P, Path: "/api/projects/{id}/mail/domains", Op: auth.OpMailDomains, ProjectParam: "id", Handler: h.AddDomain, Status: http.StatusCreated,
 			Summary: "Add a sending domain {name}: answers the SPF and DKIM records to publish", Request: DomainRequest{}, Response: DomainAnswer{}},
-		{Method: G, Path: "/api/projects/{id}/mail/domains", Op: auth.OpProjectRead, ProjectParam: "id", Handler: h.ListDomains,
+		{Method: G, Path: "/api/projects/{id}/mail/domains", Op: auth.OpMailRead, ProjectParam: "id", Handler: h.ListDomains,
 			Summary: "The project's sending domains with their records and states", Response: DomainList{}},
-		{Method: G, Path: "/api/mail/domains/{id}", Op: auth.OpProjectRead, Handler: h.GetDomain,
+		{Method: G, Path: "/api/mail/domains/{id}", Op: auth.OpMailRead, Handler: h.GetDomain,
 			Summary: "A sending domain with its records and state", Response: DomainAnswer{}},
-		{Method: P, Path: "/api/mail/domains/{id}/verify", Op: auth.OpProjectUpdate, Handler: h.VerifyDomain,
+		{Method: P, Path: "/api/mail/domains/{id}/verify", Op: auth.OpMailDomains, Handler: h.VerifyDomain,
 			Summary: "Look the sending domain's SPF and DKIM records up now; verified once both are found", Response: DomainAnswer{}},
-		{Method: D, Path: "/api/mail/domains/{id}", Op: auth.OpProjectUpdate, Handler: h.DeleteDomain,
+		{Method: D, Path: "/api/mail/domains/{id}", Op: auth.OpMailDomains, Handler: h.DeleteDomain,
 			Summary: "Remove a sending domain and its key (mail goes from the platform's address)", Response: api.Deleted{}},
 	}
 }
