@@ -1,59 +1,82 @@
-//lint:file-ignore SA1019 x/net/http2's Server.ServeConn is the API that serves HTTP/2 on a TLS connection the caller handshook itself (tlsmux.go); it is deprecated in favour of http.Server.Serve, which needs a listener and a connection goroutine of net/http's, and on Go 1.27 it wraps net/http's own server.
-
 package edge
 
 import (
-	"context"
 	"crypto/tls"
-	"fmt"
 	"net/http"
 
-	"golang.org/x/net/http2"
+	"github.com/valyala/fasthttp"
+
+	"github.com/svcplatform/platform/edge/internal/h2"
 )
 
 // HTTP/2 settings of the edge.
 const (
 	// h2MaxStreams is SETTINGS_MAX_CONCURRENT_STREAMS (nginx and Go
-	// default to 100 and 250).
+	// default to 128 and 250).
 	h2MaxStreams = 250
 	// h2StreamWindow and h2ConnWindow are the receive windows for request
 	// bodies: 1 MiB per stream, 4 MiB per connection, so an upload is not
 	// held up by WINDOW_UPDATE round trips.
 	h2StreamWindow = 1 << 20
 	h2ConnWindow   = 4 << 20
+	// h2HeaderListSlack is added to MaxHeaderBytes for
+	// SETTINGS_MAX_HEADER_LIST_SIZE, which counts 32 octets more per field
+	// than the fields' own (RFC 9113 §6.5.2).
+	h2HeaderListSlack = 64 * 32
 )
 
 // newH2ConnServer returns the function that serves one HTTP/2 connection
-// of the HTTPS listener (tlsMux.serveH2): x/net/http2's Server.ServeConn
-// on the TLS connection the mux handshook, with base's handler and limits.
-// Nothing sits between the TLS connection and the HTTP/2 server: no
-// net/http connection state, no queue. The connection's context carries its
-// remote address (one per connection, so no request parses RemoteAddr).
-// Shutdown on base starts the graceful close (GOAWAY) of every connection.
-// It returns nil (base then serves HTTP/2 from the mux's queue) when x/net
-// refuses the TLS configuration.
+// of the HTTPS listener (tlsMux.serveH2): the edge's own HTTP/2 server
+// (edge/internal/h2) on the TLS connection the mux handshook, each
+// request decoded into a pooled fasthttp.RequestCtx and answered by the
+// very handler chain of HTTP/1.1 (serve with protoH2). Requests for
+// static sites run on the connection's goroutine (a cached page costs no
+// goroutine switch and no allocation; see h2Inline); the others, and every
+// request with a body, on a worker goroutine. Shutdown on base starts the graceful
+// close of every connection (GOAWAY); tlsMux.waitH2 waits for them.
 func (e *Edge) newH2ConnServer(base *http.Server) func(*tls.Conn) {
-	h2s := &http2.Server{
-		MaxConcurrentStreams:         h2MaxStreams,
-		MaxUploadBufferPerStream:     h2StreamWindow,
-		MaxUploadBufferPerConnection: h2ConnWindow,
-		IdleTimeout:                  e.cfg.IdleTimeout,
-		WriteByteTimeout:             e.cfg.WriteTimeout,
-		// Frames from many streams are interleaved in turn, the cheapest
-		// scheduler: the edge answers whole responses, priorities buy
-		// nothing.
-		NewWriteScheduler: func() http2.WriteScheduler { return http2.NewRandomWriteScheduler() },
+	srv := e.newH2(base)
+	return func(c *tls.Conn) { srv.ServeConn(c) }
+}
+
+// newH2 returns the edge's HTTP/2 server, stopped gracefully by base's
+// Shutdown when base is not nil.
+func (e *Edge) newH2(base *http.Server) *h2.Server {
+	srv := &h2.Server{
+		Handler:              e.serveH2Request,
+		Inline:               e.h2Inline,
+		MaxConcurrentStreams: h2MaxStreams,
+		StreamWindow:         h2StreamWindow,
+		ConnWindow:           h2ConnWindow,
+		MaxHeaderListSize:    uint32(e.cfg.MaxHeaderBytes) + h2HeaderListSlack,
+		ReadTimeout:          e.cfg.ReadTimeout,
+		IdleTimeout:          e.cfg.IdleTimeout,
+		WriteTimeout:         e.cfg.WriteTimeout,
+		BodyTimeout:          e.cfg.BodyTimeout,
+		NoDefaultContentType: true,
+		Logger:               fastLogger{e.log},
+		Now:                  e.now,
 	}
-	if err := http2.ConfigureServer(base, h2s); err != nil {
-		e.log.Warn("edge: HTTP/2 served by net/http", "err", fmt.Errorf("edge: HTTP/2 server: %w", err))
-		return nil
+	if base != nil {
+		base.RegisterOnShutdown(srv.StartShutdown)
 	}
-	handler := http.HandlerFunc(e.serveH2)
-	return func(c *tls.Conn) {
-		h2s.ServeConn(c, &http2.ServeConnOpts{
-			Context:    context.WithValue(context.Background(), h2ConnKey{}, c.RemoteAddr()),
-			BaseConfig: base,
-			Handler:    handler,
-		})
+	return srv
+}
+
+// serveH2Request answers one HTTP/2 request.
+func (e *Edge) serveH2Request(ctx *fasthttp.RequestCtx) { e.serve(ctx, protoH2) }
+
+// h2Inline reports the HTTP/2 requests answered on the connection's own
+// goroutine: GET and HEAD for static sites and for hosts no site answers
+// at. A cache hit takes microseconds; a miss that takes longer than
+// h2.DefaultInlineLimit (reading a file, compressing it, fetching its
+// blob) hands the connection's reading to another goroutine meanwhile.
+// Server apps and functions wait on their origin, so they run on a
+// worker.
+func (e *Edge) h2Inline(ctx *fasthttp.RequestCtx) bool {
+	if !ctx.IsGet() && !ctx.IsHead() {
+		return false
 	}
+	st := e.table.Load().lookupHost(ctx.Request.Header.Host())
+	return st == nil || st.kind == kindStatic
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/svcplatform/platform/edge/internal/h2"
 )
 
 // 103 Early Hints (RFC 8297). fasthttp's client reads and drops the
@@ -101,13 +103,17 @@ func (e *Edge) sendEarlyHints(ctx *fasthttp.RequestCtx, p proto, links [][]byte)
 		}
 		return
 	}
-	if p != protoHTTPS {
+	if p != protoHTTPS && p != protoH2 {
 		return
 	}
 	rh := &ctx.Response.Header
 	for _, l := range links {
 		rh.AddBytesKV(hdrLink, l)
 	}
-	ctx.EarlyHints()
+	if p == protoH2 {
+		h2.EarlyHints(ctx)
+	} else {
+		ctx.EarlyHints()
+	}
 	rh.DelBytes(hdrLink)
 }

@@ -13,11 +13,11 @@ import (
 // handshake in a goroutine of its own (so a slow handshake never holds up
 // the accept loop; bounded by ReadTimeout), and hands the connection to
 // the server of the negotiated protocol: HTTP/2 ("h2") is served right
-// there, on the handshake's goroutine, by serveH2 (x/net/http2's
-// Server.ServeConn, whose handler bridges into the very handler chain of
-// fasthttp, see bridge.go); anything else goes to fasthttp, which keeps
-// its allocation-free HTTP/1.1 path. Without serveH2, h2 connections are
-// queued on h2 for a net/http server.
+// there, on the handshake's goroutine, by serveH2 (the edge's HTTP/2
+// server, edge/internal/h2, whose requests run the very handler chain of
+// fasthttp, see h2_server.go); anything else goes to fasthttp, which
+// serves HTTP/1.1. Without serveH2, h2 connections are queued on h2 for a
+// net/http server.
 type tlsMux struct {
 	ln               net.Listener
 	cfg              *tls.Config
