@@ -73,15 +73,16 @@ type RuntimeConfig struct {
 var errRuntimeDir = errors.New("controlplane: runtime directory")
 
 // newRuntime builds the runtime deploys runs apps, workers and functions
-// with, and the function that stops it (every program it runs); a nil
-// runtime when rc.Sandbox is empty. dataDir is hidden from sandboxed apps.
-func newRuntime(ctx context.Context, rc RuntimeConfig, dataDir string, clk clock.Clock, log *slog.Logger) (deploys.Runtime, sandbox.Sandbox, func() error, error) {
+// with; a nil runtime when rc.Sandbox is empty. dataDir is hidden from
+// sandboxed apps. Its reaper runs in Run; Close stops it and every program
+// it runs, after deploys (closers run in reverse order).
+func (cp *ControlPlane) newRuntime(ctx context.Context, rc RuntimeConfig, dataDir string, clk clock.Clock, log *slog.Logger) (deploys.Runtime, sandbox.Sandbox, error) {
 	if rc.Sandbox == "" {
-		return nil, nil, func() error { return nil }, nil
+		return nil, nil, nil
 	}
 	data, err := filepath.Abs(dataDir)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("controlplane: data directory: %w", err)
+		return nil, nil, fmt.Errorf("controlplane: data directory: %w", err)
 	}
 	dir := rc.Dir
 	if dir == "" {
@@ -90,10 +91,10 @@ func newRuntime(ctx context.Context, rc RuntimeConfig, dataDir string, clk clock
 		dir = data + ".runtime"
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: %w", errRuntimeDir, err)
+		return nil, nil, fmt.Errorf("%w: %w", errRuntimeDir, err)
 	}
 	if rel, err := filepath.Rel(data, dir); err == nil && (rel == "." || filepath.IsLocal(rel)) {
-		return nil, nil, nil, fmt.Errorf("%w %s is inside the data directory %s: apps would be placed next to the platform's keys; choose a directory outside it", errRuntimeDir, dir, data)
+		return nil, nil, fmt.Errorf("%w %s is inside the data directory %s: apps would be placed next to the platform's keys; choose a directory outside it", errRuntimeDir, dir, data)
 	}
 	var box sandbox.Sandbox
 	switch rc.Sandbox {
@@ -103,12 +104,12 @@ func newRuntime(ctx context.Context, rc RuntimeConfig, dataDir string, clk clock
 		b := &sandbox.Bwrap{MemoryBytes: rc.MemoryBytes, CPUMillis: rc.CPUMillis, Hide: []string{data},
 			Cgroups: rc.Cgroups, Outbound: rc.Outbound, AllowPrivateNetworks: rc.AllowPrivateNetworks}
 		if err := b.Provision(); err != nil {
-			return nil, nil, nil, fmt.Errorf("controlplane: app sandbox: %w", err)
+			return nil, nil, fmt.Errorf("controlplane: app sandbox: %w", err)
 		}
 		logIsolation(log, b.Status())
 		box = b
 	default:
-		return nil, nil, nil, fmt.Errorf("controlplane: app sandbox %q is not bwrap or none", rc.Sandbox)
+		return nil, nil, fmt.Errorf("controlplane: app sandbox %q is not bwrap or none", rc.Sandbox)
 	}
 	sc := rc.Supervise
 	if rc.IdleTimeout != 0 {
@@ -118,19 +119,18 @@ func newRuntime(ctx context.Context, rc RuntimeConfig, dataDir string, clk clock
 		Wasm: wasm.Config{Timeout: rc.FunctionTimeout, MemoryLimitBytes: rc.FunctionMemoryBytes, CacheDir: filepath.Join(dir, ".wasm-cache")}},
 		box, clk, log)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	runCtx, stop := context.WithCancel(context.Background())
-	if rc.ReapEvery >= 0 {
-		go eng.Run(runCtx, rc.ReapEvery)
-	}
-	log.Info("runtime ready", "sandbox", box.Name(), "dir", dir)
-	return eng, box, func() error {
-		stop()
+	cp.onClose(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		return eng.Close(ctx)
-	}, nil
+	})
+	if rc.ReapEvery >= 0 {
+		cp.onRun("runtime reaper", func(ctx context.Context) error { eng.Run(ctx, rc.ReapEvery); return nil })
+	}
+	log.Info("runtime ready", "sandbox", box.Name(), "dir", dir)
+	return eng, box, nil
 }
 
 // logIsolation says what the bwrap sandbox enforces here, and warns about

@@ -20,20 +20,26 @@ func TestNewRuntime(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx := context.Background()
 	t.Run("off", func(t *testing.T) {
-		rt, _, closeFn, err := newRuntime(ctx, RuntimeConfig{}, data, clock.System{}, log)
-		if err != nil || rt != nil || closeFn() != nil {
+		cp := &ControlPlane{}
+		rt, _, err := cp.newRuntime(ctx, RuntimeConfig{}, data, clock.System{}, log)
+		if err != nil || rt != nil || len(cp.loops) != 0 || cp.Close() != nil {
 			t.Fatalf("%v %v", rt, err)
 		}
 	})
 	t.Run("none, default directory beside the data directory", func(t *testing.T) {
-		rt, _, closeFn, err := newRuntime(ctx, RuntimeConfig{Sandbox: SandboxNone}, data, clock.System{}, log)
+		cp := &ControlPlane{}
+		rt, _, err := cp.newRuntime(ctx, RuntimeConfig{Sandbox: SandboxNone}, data, clock.System{}, log)
 		if err != nil || rt == nil {
 			t.Fatal(err)
 		}
 		if fi, err := os.Stat(data + ".runtime"); err != nil || fi.Mode().Perm() != 0o711 {
 			t.Fatalf("runtime dir: %v %v", fi, err)
 		}
-		if err := closeFn(); err != nil {
+		// The reaper runs in Run, not at construction.
+		if len(cp.loops) != 1 || cp.loops[0].name != "runtime reaper" {
+			t.Fatalf("loops %v", cp.loops)
+		}
+		if err := cp.Close(); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -50,7 +56,7 @@ func TestNewRuntime(t *testing.T) {
 		{"cpu below 1% of a core", RuntimeConfig{Sandbox: SandboxBwrap, CPUMillis: 5}, "cpu millis"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, _, err := newRuntime(ctx, tc.rc, data, clock.System{}, log)
+			_, _, err := (&ControlPlane{}).newRuntime(ctx, tc.rc, data, clock.System{}, log)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("%v, want %q", err, tc.want)
 			}

@@ -4,8 +4,11 @@
 // New builds everything explicitly, in dependency order, passing each area
 // what it needs (no init() registries, no package-level maps): the store,
 // the sealer, audit and metering, accounts and projects, the blob store,
-// edge sync, repos, CDN, deploys, Shield, the security overview and
-// databases. routes.go is the one route table.
+// edge sync, repos, CDN, deploys, Shield, the security overview,
+// databases and the other areas. Every area is built the same way,
+// New(Config, Deps), and starts nothing; Run runs every area's loops and
+// the job workers until its context ends; Close releases what New built.
+// routes.go is the one route table.
 package controlplane
 
 import (
@@ -138,7 +141,7 @@ type Config struct {
 
 // DefaultOriginProbeEvery is how often the origins of serving apps and
 // functions are checked (a project whose origin does not answer is down).
-const DefaultOriginProbeEvery = 30 * time.Second
+const DefaultOriginProbeEvery = deploys.DefaultProbeEvery
 
 // Provision fills defaults.
 func (c *Config) Provision() {
@@ -240,20 +243,14 @@ type ControlPlane struct {
 	agents    *agents.Service
 	mail      *mail.Service
 	signin    *signin.Service
-	// New areas are added here, in dependency order: jobs, billing, ai,
-	// vectors, payments, media.
 
 	handler http.Handler
 	routes  []api.Route
+	// closers release what New built, in reverse order (Close); loops are
+	// what Run runs.
 	closers []func() error
+	loops   []loop
 }
-
-// jobDatabaseStorage measures database sizes and charges paid plans'
-// storage past the allowance, once a day.
-const jobDatabaseStorage = "databases.storage"
-
-// jobMediaStorage records the bytes media assets store, once a day.
-const jobMediaStorage = "media.storage"
 
 // jobBlobsGC deletes blobs no commit or deployment names, older than a
 // day, once a day.
@@ -272,37 +269,14 @@ func (cp *ControlPlane) Mail() *mail.Service { return cp.mail }
 // AI returns the AI gateway.
 func (cp *ControlPlane) AI() *ai.Service { return cp.ai }
 
-// StartBackground starts the job workers; `platform serve` and
-// `platform controlplane` call it, tests run jobs with Jobs.RunDue.
-func (cp *ControlPlane) StartBackground(ctx context.Context) {
-	// On SQLite this process is the only one using the data directory, so
-	// jobs a killed predecessor was running are taken back at once rather
-	// than when their leases expire.
-	if cp.DB.Dialect() == store.SQLite {
-		if n, err := cp.Jobs.ReclaimAbandoned(ctx); err != nil {
-			cp.cfg.Logger.Warn("controlplane: reclaim abandoned jobs", "err", err)
-		} else if n > 0 {
-			cp.cfg.Logger.Info("controlplane: jobs of a stopped process taken back", "jobs", n)
-		}
-	}
-	cp.Jobs.Start(ctx)
-	// A misconfigured relay shows in the log at start, not at the first
-	// message.
-	go func() {
-		if err := cp.mail.CheckRelay(ctx); err != nil {
-			cp.cfg.Logger.Warn("mail: the SMTP relay cannot be used; messages stay queued until it can", "err", err)
-		}
-	}()
-}
-
 // newCluster registers this node among the replicas and returns the
 // forwarder to the owners of databases (controlplane/placement).
 func (cp *ControlPlane) newCluster(ctx context.Context, cfg Config) (*placement.Forwarder, error) {
-	reg, err := placement.New(ctx, cp.DB, cfg.Clock, cfg.Logger, placement.Config{NodeID: cfg.NodeID, URL: cfg.NodeURL, Dir: cfg.DataDir})
+	reg, err := placement.New(ctx, placement.Config{NodeID: cfg.NodeID, URL: cfg.NodeURL, Dir: cfg.DataDir}, placement.Deps{DB: cp.DB, Clock: cfg.Clock, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
-	cp.onClose(reg.Close)
+	cp.onRun("placement", reg.Run)
 	keyFile := cfg.SealKeyFile
 	if keyFile == "" {
 		keyFile = filepath.Join(cfg.DataDir, "keys", "seal.key")
@@ -331,8 +305,8 @@ func (cp *ControlPlane) Config() Config { return cp.cfg }
 
 // New opens the data directory, migrates the database, builds every area
 // in dependency order, mounts the route table and, last, creates the first
-// workspace when there is none (unless Config.DeferBootstrap). On error
-// everything built so far is released.
+// workspace when there is none (unless Config.DeferBootstrap). It starts
+// no goroutine: Run does. On error everything built so far is released.
 func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	cfg.Provision()
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
@@ -368,18 +342,24 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cp.Audit = audit.New(cp.DB, clk.Now)
-	cp.Meter = metering.New(cp.DB, clk.Now)
-	cp.keyCalls = metering.NewKeyCalls(cp.Meter)
-	cp.keyCalls.Run(cfg.KeyCallsFlush, func(err error) { log.Warn("metering: api key calls", "err", err) })
+	cp.Audit = audit.New(cp.DB, clk)
+	cp.Meter = metering.New(cp.DB, clk)
+	cp.keyCalls = metering.NewKeyCalls(cp.Meter, cfg.KeyCallsFlush, log)
+	cp.onRun("api key calls", cp.keyCalls.Run)
 	cp.onClose(cp.keyCalls.Close)
 	// Durable background work, and the billing ledger that AI, agents and
 	// storage past the allowance charge through.
-	cp.Jobs = jobs.New(cp.DB, clk, log, cfg.Jobs)
+	if cp.Jobs, err = jobs.New(cfg.Jobs, jobs.Deps{DB: cp.DB, Clock: clk, Logger: log}); err != nil {
+		return nil, err
+	}
+	cp.onRun("jobs", cp.Jobs.Run)
 	cp.onClose(cp.Jobs.Close)
-	cp.Billing = billing.New(cp.DB, clk, cp.Audit, billing.PlanFunc(cp.planOf), billing.Config{Logger: log})
+	if cp.Billing, err = billing.New(billing.Config{}, billing.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Plans: billing.PlanFunc(cp.planOf),
+		Jobs: cp.Jobs, Logger: log}); err != nil {
+		return nil, err
+	}
+	cp.onRun("billing", cp.Billing.Run)
 	cp.onClose(cp.Billing.Close) // commits the hot path's pending movements before the store closes
-	cp.Billing.RegisterJobs(cp.Jobs)
 	// One rate limiter for the areas with per-workspace limits: in memory
 	// on SQLite, in the store on PostgreSQL so replicas share the budget.
 	limiter := ratelimit.For(cp.DB, clk)
@@ -390,13 +370,16 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	}
 
 	// Accounts and projects.
-	if cp.Accounts, err = accounts.New(ctx, cp.DB, clk, cp.Audit, log); err != nil {
+	if cp.Accounts, err = accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Logger: log}); err != nil {
 		return nil, err
 	}
+	cp.onRun("accounts", cp.Accounts.Run)
 	cp.onClose(cp.Accounts.Close)
-	cp.Projects = projects.New(projects.Config{AppsDomain: cfg.AppsDomain, AppsPort: cfg.AppsPort}, cp.DB, clk, cp.Audit, cp.Meter, cp.Sealer)
+	if cp.Projects, err = projects.New(projects.Config{AppsDomain: cfg.AppsDomain, AppsPort: cfg.AppsPort}, projects.Deps{DB: cp.DB, Clock: clk,
+		Audit: cp.Audit, Meter: cp.Meter, Sealer: cp.Sealer, Logger: log}); err != nil {
+		return nil, err
+	}
 	cp.Projects.SetKeyRevoker(cp.Accounts)
-	cp.Projects.SetLogger(log)
 	if err := cfg.Bootstrap.Validate(); err != nil {
 		return nil, err
 	}
@@ -418,30 +401,36 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 			}
 		}
 	}
-	if cp.edgeSync, err = edgesync.New(ctx, cp.DB, cp.blobs, cp.Sealer, clk, log, cfg.AppsDomain, edgeSources()); err != nil {
+	if cp.edgeSync, err = edgesync.New(ctx, edgesync.Config{AppsDomain: cfg.AppsDomain}, edgesync.Deps{DB: cp.DB, Blobs: cp.blobs,
+		Sealer: cp.Sealer, Clock: clk, Logger: log, Sources: edgeSources()}); err != nil {
 		return nil, err
 	}
+	cp.onRun("edge sync", cp.edgeSync.Run)
 	cp.Projects.AddDependent(cp.edgeSync.Dependent())
 	// Certificates every edge serves alike: the installation's CA (an
 	// existing DATA/ca adopted), the hosts' certificates it signs, and
 	// ACME's account, certificates and challenges, sealed.
-	if cp.certs, err = certs.New(ctx, certs.Deps{DB: cp.DB, Sealer: cp.Sealer, Clock: clk, Log: log,
-		Sites: cp.edgeSync, ImportCADir: filepath.Join(cfg.DataDir, "ca")}); err != nil {
+	if cp.certs, err = certs.New(ctx, certs.Config{ImportCADir: filepath.Join(cfg.DataDir, "ca")}, certs.Deps{DB: cp.DB, Sealer: cp.Sealer,
+		Clock: clk, Logger: log, Sites: cp.edgeSync}); err != nil {
 		return nil, err
 	}
-	cp.repos = repos.New(cp.DB, cp.blobs, clk, cp.Audit)
-	cp.cdn = cdn.New(cp.DB, clk, cp.Audit, cp.edgeSync)
+	if cp.repos, err = repos.New(repos.Config{}, repos.Deps{DB: cp.DB, Blobs: cp.blobs, Clock: clk, Audit: cp.Audit}); err != nil {
+		return nil, err
+	}
+	if cp.cdn, err = cdn.New(cdn.Config{}, cdn.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Pub: cp.edgeSync}); err != nil {
+		return nil, err
+	}
 	// The runtime is closed after deploys (closers run in reverse order).
-	rt, box, closeRT, err := newRuntime(ctx, cfg.Runtime, cfg.DataDir, clk, log)
+	rt, box, err := cp.newRuntime(ctx, cfg.Runtime, cfg.DataDir, clk, log)
 	if err != nil {
 		return nil, err
 	}
-	cp.onClose(closeRT)
-	if cp.deploys, err = deploys.New(ctx, deploys.Config{Runtime: rt, DB: cp.DB, Blobs: cp.blobs, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
-		Sealer: cp.Sealer, Logger: log, Projects: cp.Projects, Repos: cp.repos, Settings: hostingSettings{cp}, Pub: cp.edgeSync,
-		AllowPrivateNetworks: cfg.AllowPrivateNetworks, OwnAddrs: cfg.OwnAddrs}); err != nil {
+	if cp.deploys, err = deploys.New(ctx, deploys.Config{ProbeEvery: cfg.OriginProbeEvery, AllowPrivateNetworks: cfg.AllowPrivateNetworks,
+		OwnAddrs: cfg.OwnAddrs}, deploys.Deps{Runtime: rt, DB: cp.DB, Blobs: cp.blobs, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
+		Sealer: cp.Sealer, Logger: log, Projects: cp.Projects, Repos: cp.repos, Settings: hostingSettings{cp}, Pub: cp.edgeSync}); err != nil {
 		return nil, err
 	}
+	cp.onRun("deploys", cp.deploys.Run)
 	cp.onClose(cp.deploys.Close)
 	cp.Projects.SetDeployments(cp.deploys)
 	cp.Projects.AddDependent(cp.deploys.Dependent())
@@ -457,14 +446,10 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		return nil
 	}, jobs.KindOptions{MaxAttempts: 5, Backoff: []time.Duration{time.Minute, 10 * time.Minute, time.Hour}, Timeout: time.Hour})
 	cp.Jobs.Every(jobBlobsGC, 24*time.Hour)
-	if cfg.OriginProbeEvery > 0 {
-		cp.deploys.RunProber(context.Background(), cfg.OriginProbeEvery)
+	if cp.shield, err = shield.New(shield.Config{}, shield.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Pub: cp.edgeSync, Sites: cp.deploys,
+		Counts: cp.edgeSync, Projects: cp.Projects, Plans: cp.Accounts}); err != nil {
+		return nil, err
 	}
-	cp.shield = shield.New(shield.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Pub: cp.edgeSync, Sites: cp.deploys, Counts: cp.edgeSync,
-		Projects: cp.Projects, Plan: cp.Accounts.Plan})
-
-	// The security overview asks each area for its facts; checks of areas
-	// not built yet (custom domains, app users) are unavailable.
 
 	// Databases, each a file on the node that created it; with several
 	// replicas (NodeURL) the others forward its requests there.
@@ -475,39 +460,35 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		}
 	}
 	if cp.databases, err = databases.New(ctx, databases.Config{Dir: filepath.Join(cfg.DataDir, "databases")}, databases.Deps{
-		DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter, Projects: cp.Projects, Plans: cp.Accounts, Logger: log,
+		DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter, Projects: cp.Projects, Plans: cp.Accounts, Jobs: cp.Jobs, Logger: log,
 		Cluster: cluster, Limiter: limiter,
 	}); err != nil {
 		return nil, err
 	}
+	cp.onRun("databases", cp.databases.Run)
 	cp.onClose(cp.databases.Close)
 	cp.Projects.AddDependent(cp.databases)
 	cp.databases.SetStorageFunder(storageFunder{cp.Billing})
-	cp.Jobs.Register(jobDatabaseStorage, func(ctx context.Context, _ jobs.Job) error {
-		_, err := cp.databases.ChargeStorage(ctx)
-		return err
-	}, jobs.KindOptions{MaxAttempts: 5, Backoff: []time.Duration{time.Minute, 10 * time.Minute, time.Hour}})
-	cp.Jobs.Every(jobDatabaseStorage, 24*time.Hour)
 
 	// Payments: checkout, earnings, payouts, signed webhooks.
-	if cp.payments, err = payments.New(ctx, cfg.Payments, payments.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
-		Sealer: cp.Sealer, Projects: cp.Projects, Plans: cp.Accounts, Email: cp.Accounts, Jobs: paymentsJobs{cp.Jobs},
+	if cp.payments, err = payments.New(cfg.Payments, payments.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
+		Sealer: cp.Sealer, Projects: cp.Projects, Plans: cp.Accounts, Email: cp.Accounts, Jobs: cp.Jobs,
 		HTTPClient: outboundClient(cfg.AllowPrivateNetworks, cfg.OwnAddrs),
 		CheckURL:   func(raw string) error { return netguard.CheckURL(raw, cfg.AllowPrivateNetworks) }, Logger: log}); err != nil {
 		return nil, err
 	}
 	cp.Projects.AddDependent(cp.payments)
 	cp.Projects.AddCounter(cp.payments)
-	cp.Jobs.Every(payments.JobSync, payments.SyncEvery) // processor sync: disputes, pending refunds and payouts, paid sessions
 
 	// The AI gateway: chat, the compatible surface, embeddings; billed
 	// through the ledger. Providers are the operator's own configuration
 	// (--ai-config), so their addresses are not guarded like users' URLs.
-	if cp.ai, err = ai.New(ctx, cfg.AI, ai.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
+	if cp.ai, err = ai.New(cfg.AI, ai.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
 		Ledger: ai.BillingLedger(cp.Billing), Plans: cp.Accounts, Email: cp.Accounts, Projects: cp.Projects,
 		Logger: log, HTTPClient: &http.Client{}, Limiter: limiter}); err != nil {
 		return nil, err
 	}
+	cp.onRun("ai", cp.ai.Run)
 	cp.onClose(cp.ai.Close)
 
 	// Vector collections: text is embedded through the AI gateway.
@@ -516,6 +497,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		Embedder: vectorEmbedder{cp.ai}, Logger: log}); err != nil {
 		return nil, err
 	}
+	cp.onRun("vectors", cp.vectors.Run)
 	cp.onClose(cp.vectors.Close)
 	cp.Projects.AddDependent(cp.vectors)
 	cp.Projects.AddCounter(cp.vectors)
@@ -536,20 +518,18 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		}
 		mcfg.WorkDir = data + ".media"
 	}
-	if cp.media, err = media.New(ctx, mcfg, media.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
-		Projects: cp.Projects, Plans: cp.Accounts, Sealer: cp.Sealer, Logger: log, Sandbox: jobBox}); err != nil {
+	if cp.media, err = media.New(mcfg, media.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
+		Projects: cp.Projects, Plans: cp.Accounts, Sealer: cp.Sealer, Jobs: cp.Jobs, Logger: log, Sandbox: jobBox}); err != nil {
 		return nil, err
 	}
+	cp.onRun("media", cp.media.Run)
 	cp.onClose(cp.media.Close)
 	cp.Projects.AddDependent(cp.media)
 	cp.Projects.AddCounter(cp.media)
-	cp.Jobs.Register(jobMediaStorage, func(ctx context.Context, _ jobs.Job) error { _, err := cp.media.RecordStorage(ctx); return err },
-		jobs.KindOptions{MaxAttempts: 5, Backoff: []time.Duration{time.Minute, 10 * time.Minute, time.Hour}})
-	cp.Jobs.Every(jobMediaStorage, 24*time.Hour)
 
 	// Agents: tool loops through the AI gateway whose tools call this
 	// API's own routes with a key made for each run.
-	if cp.agents, err = agents.New(ctx, agents.Config{}, agents.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
+	if cp.agents, err = agents.New(agents.Config{}, agents.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
 		Sealer: cp.Sealer, Projects: cp.Projects, Plans: cp.Accounts, AI: cp.ai, Keys: cp.Accounts, Jobs: cp.Jobs, Limiter: limiter,
 		Models: func(id string) bool { m, ok := cp.ai.Catalogue().Get(id); return ok && m.Kind == ai.KindChat },
 		API:    http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { cp.handler.ServeHTTP(w, r) }),
@@ -575,6 +555,14 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		}
 	}
 	log.Info(cp.mail.Describe())
+	// A misconfigured relay shows in the log at start, not at the first
+	// message.
+	cp.onRun("mail relay check", func(ctx context.Context) error {
+		if err := cp.mail.CheckRelay(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("mail: the SMTP relay cannot be used; messages stay queued until it can", "err", err)
+		}
+		return nil
+	})
 
 	// Sign-in pools: end-user authentication for the projects' apps; their
 	// messages go out as the project through the mail area.
@@ -596,12 +584,15 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 
 	// The security overview asks each area for its facts (sign-in pools'
 	// lockouts among them); checks of areas not built yet are unavailable.
-	cp.security = security.New(security.Deps{Accounts: cp.Accounts, Variables: cp.Projects, Audit: cp.Audit, Usage: cp.Meter, Now: clk.Now,
-		LockedOutUsers: cp.signin.LockedOutUsers})
+	if cp.security, err = security.New(security.Config{}, security.Deps{Accounts: cp.Accounts, Variables: cp.Projects, Audit: cp.Audit,
+		Usage: cp.Meter, Clock: clk, LockedOutUsers: cp.signin.LockedOutUsers}); err != nil {
+		return nil, err
+	}
 
 	// Usage report and attention list: every area's counts, sizes and
 	// to-dos, asked through small interfaces.
-	if cp.usage, err = usage.New(usage.Deps{DB: cp.DB, Clock: clk, Meter: cp.Meter, Projects: cp.Projects, Plans: cp.Accounts,
+	if cp.usage, err = usage.New(usage.Config{}, usage.Deps{DB: cp.DB, Clock: clk, Meter: cp.Meter, Projects: cp.Projects, Plans: cp.Accounts,
+		Jobs:     cp.Jobs,
 		Credits:  cp.Billing,
 		Counters: []usage.Counter{cp.databases, cp.vectors, cp.media, cp.payments, cp.agents, cp.signin},
 		WorkspaceCounts: map[string]usage.CountFunc{"repos": func(ctx context.Context, ws string) (int, error) {
@@ -625,16 +616,13 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		Logger: log}); err != nil {
 		return nil, err
 	}
-	cp.usage.RegisterJobs(cp.Jobs)
-
-	// New areas are built here, each after what it depends on:
-	// ai (billing, accounts), vectors (projects, billing), payments
-	// (projects, jobs, netguard), media (projects, jobs, billing).
 
 	// The assistant connector: each tool call is served by this API itself
 	// (cp.handler, set just below), with the caller's own key.
-	cp.mcp = mcp.New(mcp.Config{API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { cp.handler.ServeHTTP(w, r) }),
-		Authn: cp.Accounts, Logger: log})
+	if cp.mcp, err = mcp.New(mcp.Config{}, mcp.Deps{API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { cp.handler.ServeHTTP(w, r) }),
+		Authn: cp.Accounts, Logger: log}); err != nil {
+		return nil, err
+	}
 	for _, c := range cp.mcp.Collectors() {
 		if err := cfg.Registerer.Register(c); err != nil {
 			return nil, fmt.Errorf("controlplane: metrics: %w", err)

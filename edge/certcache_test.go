@@ -42,7 +42,7 @@ type certsEnv struct {
 func newCertsEnv(t *testing.T) *certsEnv {
 	t.Helper()
 	env := cptest.New(t)
-	svc, err := certs.New(context.Background(), certs.Deps{DB: env.CP.DB, Sealer: env.CP.Sealer, Log: quiet, Sites: env.CP.EdgeSync()})
+	svc, err := certs.New(context.Background(), certs.Config{}, certs.Deps{DB: env.CP.DB, Sealer: env.CP.Sealer, Logger: quiet, Sites: env.CP.EdgeSync()})
 	if err != nil {
 		t.Fatal(err)
 	}

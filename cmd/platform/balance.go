@@ -104,8 +104,8 @@ func addBalance(ctx context.Context, data, ws string, amount billing.Micros, rea
 	}
 	defer db.Close()
 	clk := clock.System{}
-	log := audit.New(db, clk.Now)
-	acc, err := accounts.New(ctx, db, clk, log, slog.New(slog.DiscardHandler))
+	log := audit.New(db, clk)
+	acc, err := accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: db, Clock: clk, Audit: log, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
@@ -114,10 +114,15 @@ func addBalance(ctx context.Context, data, ws string, amount billing.Micros, rea
 	if err != nil {
 		return fmt.Errorf("workspace %s: %w", ws, err)
 	}
-	ledger := billing.New(db, clk, log, billing.PlanFunc(func(ctx context.Context, id string) (plans.Name, error) {
-		w, err := acc.Workspace(ctx, id)
-		return w.Plan, err
-	}), billing.Config{})
+	ledger, err := billing.New(billing.Config{}, billing.Deps{DB: db, Clock: clk, Audit: log,
+		Plans: billing.PlanFunc(func(ctx context.Context, id string) (plans.Name, error) {
+			w, err := acc.Workspace(ctx, id)
+			return w.Plan, err
+		})})
+	if err != nil {
+		return err
+	}
+	defer ledger.Close()
 	if err := ledger.AddBalance(ctx, ws, amount, operator(), reason); err != nil {
 		return err
 	}

@@ -22,8 +22,8 @@ func TestBalanceCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := audit.New(db, clock.System{}.Now)
-	acc, err := accounts.New(ctx, db, clock.System{}, log, slog.New(slog.DiscardHandler))
+	log := audit.New(db, clock.System{})
+	acc, err := accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: db, Clock: clock.System{}, Audit: log, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestBalanceCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, _, err := audit.New(db, clock.System{}.Now).List(ctx, audit.Query{Workspace: ws, Action: "billing.balance_add", Limit: 10})
+	rows, _, err := audit.New(db, clock.System{}).List(ctx, audit.Query{Workspace: ws, Action: "billing.balance_add", Limit: 10})
 	if err != nil || len(rows) != 2 {
 		t.Fatalf("audit: %d rows %v", len(rows), err)
 	}

@@ -69,7 +69,11 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// A push carries up to 25 MB of files; the control plane answers within
 	// its own limits, so a generous bound only catches a dead connection.
 	client := &http.Client{Timeout: 5 * time.Minute}
-	s := mcp.New(mcp.Config{API: mcp.Remote(base, client), Logger: log})
+	s, err := mcp.New(mcp.Config{}, mcp.Deps{API: mcp.Remote(base, client), Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "platform mcp: %v\n", err)
+		return 1
+	}
 	t := &sdk.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}, MaxLineLength: mcp.MaxRequestBody}
 	if err := s.Run(ctx, t, *key); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		fmt.Fprintf(stderr, "platform mcp: %v\n", err)

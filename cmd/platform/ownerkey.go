@@ -117,7 +117,7 @@ func resetOwnerKey(ctx context.Context, data, dsn string, r accounts.OwnerKeyRes
 		}
 	}
 	clk := clock.System{}
-	acc, err := accounts.New(ctx, db, clk, audit.New(db, clk.Now), slog.New(slog.DiscardHandler))
+	acc, err := accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: db, Clock: clk, Audit: audit.New(db, clk), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}

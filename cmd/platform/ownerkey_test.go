@@ -28,7 +28,7 @@ func TestOwnerKeyCommand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		acc, err := accounts.New(ctx, db, clock.System{}, audit.New(db, clock.System{}.Now), slog.New(slog.DiscardHandler))
+		acc, err := accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: db, Clock: clock.System{}, Audit: audit.New(db, clock.System{}), Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func TestOwnerKeyCommand(t *testing.T) {
 			}
 		})
 	}
-	rows, _, err := audit.New(db, clock.System{}.Now).List(ctx, audit.Query{Workspace: ws, Action: "key.owner_reset", Limit: 10})
+	rows, _, err := audit.New(db, clock.System{}).List(ctx, audit.Query{Workspace: ws, Action: "key.owner_reset", Limit: 10})
 	if err != nil || len(rows) != 1 || rows[0].Details["actor"] != "operator:alice" || strings.Contains(rows[0].Summary, fresh) {
 		t.Fatalf("audit: %+v %v", rows, err)
 	}

@@ -117,7 +117,19 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 		return err
 	}
 	defer cp.Close()
-	cp.StartBackground(ctx)
+	// The control plane's loops (job workers, flushers, the origin prober,
+	// the runtime's reaper) run until the servers have shut down, then stop
+	// before Close; one that fails stops the platform.
+	errc := make(chan error, 3)
+	loopsCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	loopsDone := make(chan struct{})
+	go func() {
+		defer close(loopsDone)
+		if err := cp.Run(loopsCtx); err != nil {
+			errc <- err
+		}
+	}()
+	defer func() { stopLoops(); <-loopsDone }()
 	if playbackHost != "" {
 		// Edges answer the playback host from their cache, forwarding
 		// misses to this API's playback route.
@@ -132,7 +144,6 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 	gate := newStartGate(cp.Handler())
 	apiSrv := &http.Server{Handler: gate, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 5 * time.Minute,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	errc := make(chan error, 2)
 	go func() { errc <- serveOn(apiSrv, apiLn) }()
 
 	ready := func() bool { return true }

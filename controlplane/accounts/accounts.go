@@ -19,6 +19,7 @@ package accounts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -85,40 +86,79 @@ type Service struct {
 	// keys caches verified API keys; invalidations arrive on KeyChannel.
 	keys *keyCache
 	// plans caches workspaces' plans; invalidations arrive on PlanChannel.
-	plans      *planCache
-	stopListen context.CancelFunc
-	listening  sync.WaitGroup
+	plans *planCache
+	db    *store.DB
 	// touching counts last-use writes in flight (Close waits for them).
 	touching inflight
 }
 
-// New returns the accounts service over the platform's SQL database.
-func New(ctx context.Context, db *store.DB, clk clock.Clock, log *audit.Log, logger *slog.Logger) (*Service, error) {
-	st, err := NewSQLStore(ctx, db, log)
+// Config is the area's configuration; the zero value works.
+type Config struct {
+	// PasswordHash is the cost of hashing members' passwords
+	// (passhash.Default when zero).
+	PasswordHash passhash.Params `json:"passwordHash"`
+}
+
+// Deps are what the area is built on.
+type Deps struct {
+	// DB holds workspaces, members, keys and sessions.
+	DB *store.DB
+	// Clock dates sessions, keys and tokens (clock.System when nil).
+	Clock clock.Clock
+	// Audit records every change (audit.New over DB when nil).
+	Audit *audit.Log
+	// Logger receives what goes wrong off the request path (slog.Default
+	// when nil).
+	Logger *slog.Logger
+}
+
+// check names what is missing.
+func (d *Deps) check() error {
+	if d.DB == nil {
+		return fmt.Errorf("%w: DB", ErrNotConfigured)
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("accounts: missing dependencies")
+
+// New returns the accounts service over the platform's SQL database. It
+// prepares the store's statements (hence ctx). It starts nothing: verified
+// keys and plans are kept in memory only while Run listens for their
+// invalidations.
+func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	if d.Clock == nil {
+		d.Clock = clock.System{}
+	}
+	if d.Audit == nil {
+		d.Audit = audit.New(d.DB, d.Clock)
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if cfg.PasswordHash == (passhash.Params{}) {
+		cfg.PasswordHash = passhash.Default
+	}
+	st, err := NewSQLStore(ctx, d.DB, d.Audit)
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{
-		store: st, clock: clk, log: logger, params: passhash.Default,
+	return &Service{
+		store: st, clock: d.Clock, log: d.Logger, params: cfg.PasswordHash, db: d.DB,
 		lastUsed: map[string]time.Time{},
 		signIns:  newThrottle(), verifications: newThrottle(),
 		keys: newKeyCache(KeyCacheTTL, KeyCacheSize), plans: newPlanCache(),
-	}
-	if err := s.listenInvalidations(db); err != nil {
-		st.Close()
-		return nil, fmt.Errorf("accounts: key invalidations: %w", err)
-	}
-	return s, nil
+	}, nil
 }
 
-// Close stops listening for key invalidations and releases the store's
-// prepared statements.
+// Close waits for the last-use writes in flight and releases the store's
+// prepared statements. Call it after Run has returned.
 func (s *Service) Close() error {
 	s.touching.wait()
-	if s.stopListen != nil {
-		s.stopListen()
-		s.listening.Wait()
-	}
 	return s.store.Close()
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/store"
 )
 
@@ -54,8 +55,8 @@ type FileMailer struct {
 	Dir string
 	// Log records each message written (recipient and file, not body).
 	Log *slog.Logger
-	// Now names the files; nil means time.Now.
-	Now func() time.Time
+	// Clock names the files (clock.System when nil).
+	Clock clock.Clock
 }
 
 var _ Mailer = (*FileMailer)(nil)
@@ -65,11 +66,11 @@ func (f *FileMailer) Send(_ context.Context, m Message) error {
 	if err := os.MkdirAll(f.Dir, 0o700); err != nil {
 		return fmt.Errorf("accounts: mail dir: %w", err)
 	}
-	now := time.Now
-	if f.Now != nil {
-		now = f.Now
+	var clk clock.Clock = clock.System{}
+	if f.Clock != nil {
+		clk = f.Clock
 	}
-	name := now().UTC().Format("20060102T150405.000Z") + "-" + auth.RandomString(8) + ".eml"
+	name := clk.Now().UTC().Format("20060102T150405.000Z") + "-" + auth.RandomString(8) + ".eml"
 	path := filepath.Join(f.Dir, name)
 	body := "To: " + m.To + "\r\nSubject: " + m.Subject + "\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n" + m.Body
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {

@@ -3,6 +3,7 @@ package accounts
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -42,7 +43,7 @@ type keyCache struct {
 	mu      sync.Mutex
 	ttl     time.Duration
 	max     int
-	on      bool   // false once invalidations can no longer be received
+	on      bool   // true while invalidations are received
 	gen     uint64 // bumped by every invalidation
 	entries map[[sha256.Size]byte]cachedKey
 
@@ -54,8 +55,9 @@ type cachedKey struct {
 	at time.Time
 }
 
+// newKeyCache returns a cache that keeps nothing until enabled.
 func newKeyCache(ttl time.Duration, max int) *keyCache {
-	return &keyCache{ttl: ttl, max: max, on: ttl > 0 && max > 0, entries: map[[sha256.Size]byte]cachedKey{}}
+	return &keyCache{ttl: ttl, max: max, entries: map[[sha256.Size]byte]cachedKey{}}
 }
 
 // get returns the cached credential for hash, fresh at now, and the
@@ -136,7 +138,16 @@ func (c *keyCache) invalidate(payload string) {
 	}
 }
 
-// disable stops caching for good (invalidations no longer arrive).
+// enable starts caching (invalidations arrive from now on).
+func (c *keyCache) enable() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.on = c.ttl > 0 && c.max > 0
+	c.gen++
+	clear(c.entries)
+}
+
+// disable stops caching (invalidations no longer arrive).
 func (c *keyCache) disable() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -160,43 +171,44 @@ func (s *Service) KeyCacheStats() KeyCacheStats {
 	return KeyCacheStats{Hits: c.hits, Misses: c.misses, Invalidations: c.drops, Entries: len(c.entries), Enabled: c.on}
 }
 
-// listenInvalidations subscribes to KeyChannel and PlanChannel; the
-// caches stay off when a subscription fails (every request then reads the
-// database).
-func (s *Service) listenInvalidations(db *store.DB) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	keys, err := db.Notifier().Listen(ctx, KeyChannel)
+// Run keeps verified keys and workspaces' plans in memory while it
+// listens for their invalidations on KeyChannel and PlanChannel, until ctx
+// ends; before and after, every request reads the database.
+func (s *Service) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	keys, err := s.db.Notifier().Listen(ctx, KeyChannel)
 	if err != nil {
-		cancel()
-		s.keys.disable()
-		s.plans.disable()
-		return err
+		return fmt.Errorf("accounts: key invalidations: %w", err)
 	}
-	plansCh, err := db.Notifier().Listen(ctx, PlanChannel)
+	plansCh, err := s.db.Notifier().Listen(ctx, PlanChannel)
 	if err != nil {
-		cancel()
-		s.keys.disable()
-		s.plans.disable()
-		return err
+		return fmt.Errorf("accounts: plan invalidations: %w", err)
 	}
-	s.stopListen = cancel
-	s.listening.Add(2)
-	go func() {
-		defer s.listening.Done()
-		for p := range keys {
+	s.keys.enable()
+	s.plans.enable()
+	// The database closed or ctx ended: nothing can tell us about
+	// revocations and plan changes any more.
+	defer s.keys.disable()
+	defer s.plans.disable()
+	for keys != nil || plansCh != nil {
+		select {
+		case p, ok := <-keys:
+			if !ok {
+				keys = nil
+				s.keys.disable()
+				continue
+			}
 			s.keys.invalidate(p)
-		}
-		// The database closed or Close was called: nothing can tell us
-		// about revocations any more.
-		s.keys.disable()
-	}()
-	go func() {
-		defer s.listening.Done()
-		for id := range plansCh {
+		case id, ok := <-plansCh:
+			if !ok {
+				plansCh = nil
+				s.plans.disable()
+				continue
+			}
 			s.plans.drop(id)
 		}
-		s.plans.disable()
-	}()
+	}
 	return nil
 }
 
@@ -226,7 +238,17 @@ type cachedPlan struct {
 	at time.Time
 }
 
-func newPlanCache() *planCache { return &planCache{on: true, m: map[string]cachedPlan{}} }
+// newPlanCache returns a cache that keeps nothing until enabled.
+func newPlanCache() *planCache { return &planCache{m: map[string]cachedPlan{}} }
+
+// enable starts caching (plan changes arrive from now on).
+func (c *planCache) enable() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.on = true
+	c.gen++
+	clear(c.m)
+}
 
 func (c *planCache) get(id string, now time.Time) (plans.Name, bool) {
 	c.mu.Lock()

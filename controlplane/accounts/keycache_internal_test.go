@@ -13,11 +13,16 @@ func TestKeyCacheBoundsAndInvalidation(t *testing.T) {
 		return KeyCredential{ID: "key_" + string(rune('a'+i)), MemberID: "mem_" + string(rune('a'+i%2)), ProjectID: map[bool]string{true: "prj_x"}[i == 3]}
 	}
 	c := newKeyCache(time.Minute, 4)
+	_, _, gen := c.get(h(0), t0)
+	if c.put(h(0), cred(0), gen, t0); len(c.entries) != 0 {
+		t.Fatal("cached before enabled (nothing invalidates it)")
+	}
+	c.enable()
 	for i := range 4 {
 		_, _, gen := c.get(h(i), t0)
 		c.put(h(i), cred(i), gen, t0.Add(time.Duration(i)*time.Second))
 	}
-	_, _, gen := c.get(h(4), t0)
+	_, _, gen = c.get(h(4), t0)
 	c.put(h(4), cred(4), gen, t0.Add(4*time.Second)) // full: the older half goes
 	if len(c.entries) > 4 {
 		t.Fatalf("%d entries, bound 4", len(c.entries))

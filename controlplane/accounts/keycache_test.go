@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"runtime"
 	"testing"
 	"time"
 
@@ -38,12 +39,28 @@ func newReplicas(t *testing.T, e pgtest.Engine) *replicas {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		svc, err := accounts.New(ctx, db, clk, audit.New(db, clk.Now), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		svc, err := accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: db, Clock: clk, Audit: audit.New(db, clk), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { svc.Close() })
 		svc.SetHashParams(cheap)
+		// Keys are cached only while Run listens for invalidations.
+		if svc.KeyCacheStats().Enabled {
+			t.Fatal("key cache on before Run")
+		}
+		runCtx, stop := context.WithCancel(ctx)
+		ran := make(chan error, 1)
+		go func() { ran <- svc.Run(runCtx) }()
+		t.Cleanup(func() {
+			stop()
+			if err := <-ran; err != nil {
+				t.Error(err)
+			}
+		})
+		for !svc.KeyCacheStats().Enabled {
+			runtime.Gosched()
+		}
 		return svc
 	}
 	r := &replicas{a: open(), b: open(), clk: clk}

@@ -13,6 +13,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/cptest"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/store"
@@ -44,7 +45,7 @@ func newSQLStore(t *testing.T, e pgtest.Engine) (*accounts.SQLStore, *store.DB) 
 	t.Helper()
 	ctx := context.Background()
 	db := e.Open(t)
-	st, err := accounts.NewSQLStore(ctx, db, audit.New(db, func() time.Time { return t0 }))
+	st, err := accounts.NewSQLStore(ctx, db, audit.New(db, clock.NewFake(t0)))
 	if err != nil {
 		t.Fatal(err)
 	}

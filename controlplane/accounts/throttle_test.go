@@ -30,7 +30,7 @@ func newService(t *testing.T, e pgtest.Engine, p passhash.Params) (*accounts.Ser
 	ctx := context.Background()
 	db := e.Open(t)
 	clk := clock.NewFake(t0)
-	svc, err := accounts.New(ctx, db, clk, audit.New(db, clk.Now), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	svc, err := accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: db, Clock: clk, Audit: audit.New(db, clk), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -320,11 +320,14 @@ func TestStartRefusals(t *testing.T) {
 		_, r := e.run(id, "hi")
 		r.want(t, 429, "plan_limit")
 		var body struct {
-			Error struct{ Limit, Current int } `json:"error"`
+			Error struct {
+				Limit, Current int
+				Required       string `json:"required_plan"`
+			} `json:"error"`
 		}
 		json.Unmarshal(r.body, &body)
-		if body.Error.Limit != 1 || body.Error.Current != 1 {
-			t.Fatalf("limit/current: %s", r.body)
+		if body.Error.Limit != 1 || body.Error.Current != 1 || body.Error.Required != "pro" {
+			t.Fatalf("limit/current/required_plan: %s", r.body)
 		}
 		e.db.ExecContext(context.Background(), `UPDATE agent_runs SET status = 'completed' WHERE id = ?`, busy.ID)
 	})

@@ -266,10 +266,10 @@ func (e *env) open(t *testing.T, plan plans.Name) {
 		t.Fatal(err)
 	}
 	e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	al := audit.New(e.db, e.clk.Now)
-	meter := metering.New(e.db, e.clk.Now)
+	al := audit.New(e.db, e.clk)
+	meter := metering.New(e.db, e.clk)
 	e.meter = meter
-	if e.acc, err = accounts.New(ctx, e.db, e.clk, al, e.log); err != nil {
+	if e.acc, err = accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: e.db, Clock: e.clk, Audit: al, Logger: e.log}); err != nil {
 		t.Fatal(err)
 	}
 	e.acc.SetHashParams(passhash.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32})
@@ -283,21 +283,28 @@ func (e *env) open(t *testing.T, plan plans.Name) {
 	if e.sealer, err = seal.LoadOrCreate(filepath.Join(e.dir, "seal.key")); err != nil {
 		t.Fatal(err)
 	}
-	e.prj = projects.New(projects.Config{AppsDomain: "apps.test"}, e.db, e.clk, al, meter, e.sealer)
-	e.bill = billing.New(e.db, e.clk, al, billing.PlanFunc(func(ctx context.Context, ws string) (plans.Name, error) { return e.plans.Plan(ctx, ws), nil }), billing.Config{})
-	e.jobs = jobs.New(e.db, e.clk, e.log, jobs.Config{})
-	if e.dbs, err = databases.New(ctx, databases.Config{Dir: filepath.Join(e.dir, "databases")}, databases.Deps{DB: e.db, Clock: e.clk, Audit: al,
-		Meter: meter, Projects: e.prj, Plans: e.acc, Logger: e.log}); err != nil {
+	if e.prj, err = projects.New(projects.Config{AppsDomain: "apps.test"}, projects.Deps{DB: e.db, Clock: e.clk, Audit: al, Meter: meter, Sealer: e.sealer}); err != nil {
 		t.Fatal(err)
 	}
-	if e.aiSvc, err = ai.New(ctx, ai.Config{FlushEvery: time.Hour, FirstByteTimeout: 10 * time.Second, IdleTimeout: 10 * time.Second,
+	if e.bill, err = billing.New(billing.Config{}, billing.Deps{DB: e.db, Clock: e.clk, Audit: al,
+		Plans: billing.PlanFunc(func(ctx context.Context, ws string) (plans.Name, error) { return e.plans.Plan(ctx, ws), nil })}); err != nil {
+		t.Fatal(err)
+	}
+	if e.jobs, err = jobs.New(jobs.Config{}, jobs.Deps{DB: e.db, Clock: e.clk, Logger: e.log}); err != nil {
+		t.Fatal(err)
+	}
+	if e.dbs, err = databases.New(ctx, databases.Config{Dir: filepath.Join(e.dir, "databases")}, databases.Deps{DB: e.db, Clock: e.clk, Audit: al,
+		Meter: meter, Projects: e.prj, Plans: e.acc, Jobs: e.jobs, Logger: e.log}); err != nil {
+		t.Fatal(err)
+	}
+	if e.aiSvc, err = ai.New(ai.Config{FlushEvery: time.Hour, FirstByteTimeout: 10 * time.Second, IdleTimeout: 10 * time.Second,
 		Providers: map[string]ai.ProviderConfig{"openai": {Protocol: "openai", BaseURL: e.model.URL + "/v1", APIKey: "sk-test"}}},
 		ai.Deps{DB: e.db, Clock: e.clk, Audit: al, Meter: meter, Ledger: ai.BillingLedger(e.bill), Plans: e.plans, Email: verified{},
 			Projects: e.prj, Logger: e.log, HTTPClient: &http.Client{}}); err != nil {
 		t.Fatal(err)
 	}
 	var handler http.Handler
-	if e.svc, err = New(ctx, e.cfg, Deps{DB: e.db, Clock: e.clk, Audit: al, Meter: meter, Sealer: e.sealer, Projects: e.prj, Plans: e.plans,
+	if e.svc, err = New(e.cfg, Deps{DB: e.db, Clock: e.clk, Audit: al, Meter: meter, Sealer: e.sealer, Projects: e.prj, Plans: e.plans,
 		AI: e.aiSvc, Models: func(id string) bool { m, ok := e.aiSvc.Catalogue().Get(id); return ok && m.Kind == ai.KindChat },
 		Keys: e.keys, API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }), Jobs: e.jobs, Logger: e.log}); err != nil {
 		t.Fatal(err)

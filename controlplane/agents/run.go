@@ -91,17 +91,23 @@ func (s *Service) rateLimit(workspace string) error {
 	return nil
 }
 
-// planLimit is the 429 of a workspace at its plan's concurrent runs.
-func planLimit(limit, current int, plan plans.Name) error {
-	return api.E(api.KindRateLimited, "plan_limit", "the %s plan runs at most %d agent runs at once and %d are running; wait for one to finish", plan, limit, current).
-		With("limit", limit).With("current", current)
+// planLimit refuses a run of a workspace at its plan's concurrent runs:
+// the plan-limit error, as a 429 since a run finishing frees a slot.
+func planLimit(plan plans.Name, current int) error {
+	e := plans.LimitError(plan, concurrentRuns, current, current+1,
+		"the %s plan runs at most %d agent runs at once and %d are running; wait for one to finish or move to a larger plan", plan, concurrentRuns(plan), current)
+	e.Kind = api.KindRateLimited
+	return e
 }
+
+// concurrentRuns is how many agent runs a plan runs at once.
+func concurrentRuns(p plans.Name) int { return plans.Of(p).AgentConcurrentRuns }
 
 // admit checks the plan's concurrency and stores a running run, in one
 // transaction (two requests never both take the last slot).
 func (s *Service) admit(ctx context.Context, a Agent, st starter, mode, input, visitor string) (Run, error) {
 	plan := s.d.Plans.Plan(ctx, a.workspace)
-	limit := plans.Of(plan).AgentConcurrentRuns
+	limit := concurrentRuns(plan)
 	now := s.now()
 	x := Run{ID: store.NewID("run"), AgentID: a.ID, Mode: mode, Status: RunRunning, Input: input, Steps: []Step{}, CreatedAt: now,
 		StartedAt: &now, workspace: a.workspace, project: a.ProjectID, starter: st}
@@ -112,8 +118,8 @@ func (s *Service) admit(ctx context.Context, a Agent, st starter, mode, input, v
 		if err != nil {
 			return err
 		}
-		if running >= limit {
-			return planLimit(limit, running, plan)
+		if !plans.Allows(limit, running+1) {
+			return planLimit(plan, running)
 		}
 		return s.st.insertRun(ctx, tx, x, "", visitor)
 	})

@@ -3,8 +3,11 @@ package agents
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,15 +54,6 @@ type Plans interface {
 	Plan(ctx context.Context, workspace string) plans.Name
 }
 
-// Jobs is the durable job runner (controlplane/jobs) the queue and the
-// schedules live on.
-type Jobs interface {
-	Register(kind string, h jobs.Handler, o jobs.KindOptions)
-	Enqueue(ctx context.Context, q store.Querier, kind string, payload any, o jobs.EnqueueOptions) (string, error)
-	Every(kind string, interval time.Duration)
-	Wake()
-}
-
 // Deps are the services the area is built on.
 type Deps struct {
 	DB    *store.DB
@@ -78,8 +72,9 @@ type Deps struct {
 	Models func(id string) bool
 	Keys   Keys
 	// API serves the tools' REST calls (the control plane's own handler).
-	API  http.Handler
-	Jobs Jobs
+	API http.Handler
+	// Jobs runs the queue, schedule slots and the tick.
+	Jobs jobs.Queue
 	// Logger receives what goes wrong in the background.
 	Logger *slog.Logger
 }
@@ -155,15 +150,32 @@ const (
 	jobTick     = "agents.tick"
 )
 
-// ErrNotConfigured is returned by New without the services runs need.
-var ErrNotConfigured = errors.New("agents: a database, AI gateway, run keys, API handler, projects, plans and jobs are required")
+// check names what is missing.
+func (d *Deps) check() error {
+	var missing []string
+	for name, ok := range map[string]bool{"DB": d.DB != nil, "AI": d.AI != nil, "Keys": d.Keys != nil, "API": d.API != nil,
+		"Projects": d.Projects != nil, "Plans": d.Plans != nil, "Jobs": d.Jobs != nil, "Sealer": d.Sealer != nil} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("%w: %s", ErrNotConfigured, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("agents: missing dependencies")
 
 // New builds the area and registers its jobs (the queue runner, schedule
-// slots and the tick) on d.Jobs.
-func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
+// slots and the tick) on d.Jobs. It starts nothing: the job runner runs
+// them.
+func New(cfg Config, d Deps) (*Service, error) {
 	cfg.Provision()
-	if d.DB == nil || d.AI == nil || d.Keys == nil || d.API == nil || d.Projects == nil || d.Plans == nil || d.Jobs == nil || d.Sealer == nil {
-		return nil, ErrNotConfigured
+	if err := d.check(); err != nil {
+		return nil, err
 	}
 	if d.Clock == nil {
 		d.Clock = clock.System{}
@@ -172,7 +184,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 		d.Logger = slog.Default()
 	}
 	if d.Audit == nil {
-		d.Audit = audit.New(d.DB, d.Clock.Now)
+		d.Audit = audit.New(d.DB, d.Clock)
 	}
 	if d.Limiter == nil {
 		d.Limiter = ratelimit.For(d.DB, d.Clock)

@@ -253,8 +253,8 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 	e.db = db
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	al := audit.New(db, e.clk.Now)
-	e.acc, err = accounts.New(ctx, db, e.clk, al, log)
+	al := audit.New(db, e.clk)
+	e.acc, err = accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: db, Clock: e.clk, Audit: al, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,16 +280,19 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if o.configure != nil {
 		o.configure(&cfg)
 	}
-	e.meter = metering.New(db, e.clk.Now)
+	e.meter = metering.New(db, e.clk)
 	var ledger Ledger = e.ledger
 	if o.realLedger {
-		bl := billing.New(db, e.clk, al, planSource{e.plans}, billing.Config{})
+		bl, err := billing.New(billing.Config{}, billing.Deps{DB: db, Clock: e.clk, Audit: al, Plans: planSource{e.plans}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := bl.AddBalance(ctx, e.ws, billing.Micros(o.balance), "test", "test funds"); err != nil {
 			t.Fatal(err)
 		}
 		e.billing, ledger = bl, BillingLedger(bl)
 	}
-	e.svc, err = New(ctx, cfg, Deps{DB: db, Clock: e.clk, Audit: al, Meter: e.meter, Ledger: ledger, Plans: e.plans, Email: e.email,
+	e.svc, err = New(cfg, Deps{DB: db, Clock: e.clk, Audit: al, Meter: e.meter, Ledger: ledger, Plans: e.plans, Email: e.email,
 		Projects: fakeProjects{"prj_a": true, "prj_b": true}, Logger: log, HTTPClient: &http.Client{}})
 	if err != nil {
 		t.Fatal(err)

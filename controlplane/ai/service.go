@@ -7,6 +7,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/ratelimit"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -94,9 +95,28 @@ func upstreamClient(c *http.Client) (*http.Client, *http.Transport) {
 	return &cc, t
 }
 
+// check names what is missing.
+func (d *Deps) check() error {
+	var missing []string
+	for name, ok := range map[string]bool{"DB": d.DB != nil, "Ledger": d.Ledger != nil, "Plans": d.Plans != nil} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("%w: %s", ErrNotConfigured, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("ai: missing dependencies")
+
 // New builds the gateway from its configuration: the catalogue with the
-// file's overrides, and one client per configured provider.
-func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
+// file's overrides, and one client per configured provider. It starts
+// nothing: Run writes the request history.
+func New(cfg Config, d Deps) (*Service, error) {
 	if cfg.Providers == nil {
 		cfg.Providers = map[string]ProviderConfig{}
 	} else {
@@ -110,13 +130,8 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	switch {
-	case d.DB == nil:
-		return nil, errors.New("ai: a database is required")
-	case d.Ledger == nil:
-		return nil, errors.New("ai: a billing ledger is required")
-	case d.Plans == nil:
-		return nil, errors.New("ai: a plan source is required")
+	if err := d.check(); err != nil {
+		return nil, err
 	}
 	if d.Clock == nil {
 		d.Clock = clock.System{}
@@ -153,12 +168,19 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 			}
 		}
 	}
-	s.rec = newRecorder(d.DB, d.Meter, d.Logger, d.Clock.Now, cfg.FlushEvery)
+	s.rec = newRecorder(d.DB, d.Meter, d.Logger, d.Clock)
 	return s, nil
 }
 
-// Close writes the history still buffered, stops the writer and closes
-// idle upstream connections.
+// Run writes the request history and meters every Config.FlushEvery until
+// ctx ends (Close writes the rest).
+func (s *Service) Run(ctx context.Context) error {
+	s.rec.run(ctx, s.cfg.FlushEvery)
+	return nil
+}
+
+// Close writes the history still buffered and closes idle upstream
+// connections. Call it after Run has returned.
 func (s *Service) Close() error {
 	s.rec.close()
 	if s.transport != nil {

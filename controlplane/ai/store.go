@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/store"
 )
@@ -66,36 +67,29 @@ type recorder struct {
 	db     *store.DB
 	meter  metering.Recorder
 	log    *slog.Logger
-	now    func() time.Time
+	clk    clock.Clock
 	mu     sync.Mutex
 	buf    []Record
 	flushM sync.Mutex
 	purged time.Time
-	stop   chan struct{}
-	done   chan struct{}
 }
 
-func newRecorder(db *store.DB, meter metering.Recorder, log *slog.Logger, now func() time.Time, every time.Duration) *recorder {
-	r := &recorder{db: db, meter: meter, log: log, now: now, stop: make(chan struct{}), done: make(chan struct{})}
-	go r.loop(every)
-	return r
+func newRecorder(db *store.DB, meter metering.Recorder, log *slog.Logger, clk clock.Clock) *recorder {
+	return &recorder{db: db, meter: meter, log: log, clk: clk}
 }
 
-func (r *recorder) loop(every time.Duration) {
-	defer close(r.done)
+// run writes what is buffered every interval until ctx ends.
+func (r *recorder) run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
-		case <-t.C:
-			if err := r.flush(context.Background()); err != nil {
-				r.log.Error("ai: write request history", "err", err)
-			}
-		case <-r.stop:
-			if err := r.flush(context.Background()); err != nil {
-				r.log.Error("ai: write request history", "err", err)
-			}
+		case <-ctx.Done():
 			return
+		case <-t.C:
+			if err := r.flush(ctx); err != nil && ctx.Err() == nil {
+				r.log.Error("ai: write request history", "err", err)
+			}
 		}
 	}
 }
@@ -106,9 +100,11 @@ func (r *recorder) add(rec Record) {
 	r.mu.Unlock()
 }
 
+// close writes what is still buffered.
 func (r *recorder) close() {
-	close(r.stop)
-	<-r.done
+	if err := r.flush(context.Background()); err != nil {
+		r.log.Error("ai: write request history", "err", err)
+	}
 }
 
 type meterKey struct {
@@ -124,7 +120,7 @@ func (r *recorder) flush(ctx context.Context) error {
 	batch := r.buf
 	r.buf = nil
 	r.mu.Unlock()
-	now := r.now()
+	now := r.clk.Now()
 	if len(batch) == 0 && now.Sub(r.purged) < time.Hour {
 		return nil
 	}

@@ -37,7 +37,7 @@ func openLog(t *testing.T, e pgtest.Engine) (*audit.Log, *clock.Fake) {
 	t.Helper()
 	db := e.Open(t)
 	clk := clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC))
-	return audit.New(db, clk.Now), clk
+	return audit.New(db, clk), clk
 }
 
 // rows is one row of every kind the platform writes.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/store"
 )
 
@@ -83,11 +84,17 @@ func ActorOf(p *auth.Principal) Actor {
 // Log records and reads audit entries.
 type Log struct {
 	db  *store.DB
-	now func() time.Time
+	clk clock.Clock
 }
 
-// New returns the audit log over db.
-func New(db *store.DB, now func() time.Time) *Log { return &Log{db: db, now: now} }
+// New returns the audit log over db, its entries dated by clk
+// (clock.System when nil).
+func New(db *store.DB, clk clock.Clock) *Log {
+	if clk == nil {
+		clk = clock.System{}
+	}
+	return &Log{db: db, clk: clk}
+}
 
 // DB returns the database the log writes to (Record outside a change's
 // transaction takes it as the Querier).
@@ -133,7 +140,7 @@ func (l *Log) Record(ctx context.Context, q store.Querier, e Event) error {
 	_, err := q.ExecContext(ctx, `INSERT INTO audit_log
 		(id, workspace_id, at, actor_member, actor_key, actor_label, action, category, target_type, target_id, project_id, summary, details)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		store.NewID("aud"), e.Workspace, store.FormatTime(l.now()), a.MemberID, a.KeyID, label,
+		store.NewID("aud"), e.Workspace, store.FormatTime(l.clk.Now()), a.MemberID, a.KeyID, label,
 		e.Action, e.Category, e.TargetType, e.TargetID, e.ProjectID, e.Summary, details)
 	if err != nil {
 		return fmt.Errorf("audit: record %s: %w", e.Action, err)

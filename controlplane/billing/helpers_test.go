@@ -10,6 +10,7 @@ import (
 
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/store"
 	"github.com/svcplatform/platform/controlplane/store/pgtest"
@@ -64,13 +65,28 @@ func newFixture(t testing.TB, e pgtest.Engine) *fixture {
 	t.Helper()
 	db := e.Open(t)
 	f := &fixture{db: db, clk: clock.NewFake(t0), plans: map[string]plans.Name{}}
-	f.audit = audit.New(db, f.clk.Now)
-	f.l = New(db, f.clk, f.audit, f, Config{Synchronous: e.Name == syncEngine})
-	t.Cleanup(func() { f.l.Close() })
+	f.audit = audit.New(db, f.clk)
+	f.l = f.newLedger(t, Config{Synchronous: e.Name == syncEngine}, nil)
 	for _, p := range plans.All() {
 		f.workspace(t, "ws_"+string(p), p)
 	}
 	return f
+}
+
+// newLedger builds a ledger over the fixture's database, plans and audit
+// log, closed at the end of the test; with jobs, its jobs are registered.
+func (f *fixture) newLedger(t testing.TB, cfg Config, runner *jobs.Runner) *Ledger {
+	t.Helper()
+	d := Deps{DB: f.db, Clock: f.clk, Audit: f.audit, Plans: f}
+	if runner != nil {
+		d.Jobs = runner
+	}
+	l, err := New(cfg, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
 }
 
 // workspace creates a workspace row (accounts' table; test setup only).

@@ -33,11 +33,10 @@ type hot struct {
 	l *Ledger
 	w *writer
 
-	// Plans are kept per workspace until a plan change arrives on
-	// PlanChannel (sent by accounts when it commits one).
-	stopListen context.CancelFunc
-	listening  sync.WaitGroup
-	noTerms    atomic.Bool // no notifications: read the plan every time
+	// Plans are kept per workspace while Run listens for plan changes on
+	// PlanChannel (sent by accounts when it commits one); otherwise they
+	// are read every time.
+	noTerms atomic.Bool // not listening: read the plan every time
 
 	mu  sync.Mutex
 	wss map[string]*hotWS
@@ -66,30 +65,39 @@ type monthKey struct{ month, pool string }
 
 func newHot(l *Ledger) *hot {
 	h := &hot{l: l, w: newWriter(l), wss: map[string]*hotWS{}, idx: map[string]string{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	ch, err := l.db.Notifier().Listen(ctx, PlanChannel)
-	if err != nil {
-		cancel()
-		h.noTerms.Store(true)
-		l.log.Warn("billing: plan changes not received; reading plans every time", "err", err)
-		return h
-	}
-	h.stopListen = cancel
-	h.listening.Add(1)
-	go func() {
-		defer h.listening.Done()
-		for ws := range ch {
-			h.mu.Lock()
-			for id, w := range h.wss {
-				if ws == "" || id == ws {
-					w.termsStale.Store(true)
-				}
-			}
-			h.mu.Unlock()
-		}
-		h.noTerms.Store(true)
-	}()
+	h.noTerms.Store(true)
 	return h
+}
+
+// listen keeps workspaces' plans with their copies while it receives plan
+// changes, until ctx ends; then plans are read every time again. A plan
+// that cannot be listened for is read every time too.
+func (h *hot) listen(ctx context.Context) error {
+	ch, err := h.l.db.Notifier().Listen(ctx, PlanChannel)
+	if err != nil {
+		h.l.log.Warn("billing: plan changes not received; reading plans every time", "err", err)
+		return nil
+	}
+	// A plan read before the subscription may have changed since.
+	h.planChanged("")
+	h.noTerms.Store(false)
+	for ws := range ch {
+		h.planChanged(ws)
+	}
+	h.noTerms.Store(true)
+	return nil
+}
+
+// planChanged marks workspace ws's kept plan (every one for "") to be
+// read again.
+func (h *hot) planChanged(ws string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, w := range h.wss {
+		if ws == "" || id == ws {
+			w.termsStale.Store(true)
+		}
+	}
 }
 
 // PlanChannel is the store notification channel on which accounts
@@ -112,14 +120,8 @@ func (h *hot) termsOf(ctx context.Context, ws string, w *hotWS) (Terms, error) {
 	return t, nil
 }
 
-// close stops listening for plan changes.
-func (h *hot) close() {
-	if h.stopListen != nil {
-		h.stopListen()
-		h.listening.Wait()
-	}
-	h.w.close()
-}
+// close commits what is pending and stops the writer.
+func (h *hot) close() { h.w.close() }
 
 // ws returns workspace id's state, locked.
 func (h *hot) ws(id string) *hotWS {

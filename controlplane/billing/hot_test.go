@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/store/pgtest"
 )
@@ -182,7 +181,7 @@ func TestHotOutsideLoad(t *testing.T) {
 	f.reserve(t, "ws_hobby", usd) // the copy is loaded and holds it all
 	_, err := f.l.Reserve(ctx, ReserveRequest{Workspace: "ws_hobby", Purpose: PurposeAI, Amount: usd})
 	wantErr(t, err, ErrCreditsExhausted)
-	cli := New(f.db, f.clk, audit.New(f.db, f.clk.Now), f, Config{Synchronous: true})
+	cli := f.newLedger(t, Config{Synchronous: true}, nil)
 	if err := cli.AddBalance(ctx, "ws_hobby", 2*usd, "operator:root", "top-up"); err != nil {
 		t.Fatal(err)
 	}
@@ -212,8 +211,7 @@ func TestHotRestart(t *testing.T) {
 	}
 	// The "restarted" process: a new ledger over the same file.
 	f.l.Close()
-	f.l = New(f.db, f.clk, f.audit, f, Config{})
-	t.Cleanup(func() { f.l.Close() })
+	f.l = f.newLedger(t, Config{}, nil)
 	f.settle(t, a.ID, usd/2)
 	f.clk.Advance(DefaultReservationTTL + time.Minute)
 	if n, err := f.l.SettleExpired(ctx); err != nil || n != 1 {
@@ -285,18 +283,44 @@ func TestHotClose(t *testing.T) {
 	f.verify(t)
 }
 
-// A workspace's plan is kept with its copy until accounts announces a
-// change on PlanChannel.
+// A workspace's plan is kept with its copy while Run listens for plan
+// changes, until accounts announces one on PlanChannel; without Run it is
+// read every time.
 func TestHotPlanChange(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, pgtest.Engines()[0])
 	f.load(t, "ws_hobby", 20*usd)
+	setPlan := func(p plans.Name) {
+		f.mu.Lock()
+		f.plans["ws_hobby"] = p
+		f.mu.Unlock()
+	}
 	big := ReserveRequest{Workspace: "ws_hobby", Purpose: PurposeAI, Amount: 5 * usd}
 	_, err := f.l.Reserve(ctx, big)
 	wantErr(t, err, ErrRequestTooLarge) // hobby: 2 dollars a request
-	f.mu.Lock()
-	f.plans["ws_hobby"] = plans.Pro
-	f.mu.Unlock()
+	setPlan(plans.Pro)
+	r, err := f.l.Reserve(ctx, big) // not listening: read at once
+	if err != nil {
+		t.Fatalf("not listening, the new plan: %v", err)
+	}
+	f.settle(t, r.ID, 0)
+	setPlan(plans.Hobby)
+
+	ctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- f.l.Run(ctx) }()
+	defer func() {
+		stop()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	}()
+	for f.l.hot.noTerms.Load() { // until Run listens
+		runtime.Gosched()
+	}
+	_, err = f.l.Reserve(ctx, big)
+	wantErr(t, err, ErrRequestTooLarge) // hobby, kept from now on
+	setPlan(plans.Pro)
 	_, err = f.l.Reserve(ctx, big)
 	wantErr(t, err, ErrRequestTooLarge) // not announced yet: the kept plan
 	if err := f.db.Notifier().Notify(ctx, f.db, PlanChannel, "ws_hobby"); err != nil {

@@ -15,18 +15,10 @@ const JobSettleExpired = "billing.settle_expired"
 // DefaultReservationTTL a lost reservation is settled within 30 minutes.
 const SettleInterval = 5 * time.Minute
 
-// JobRegistrar is the part of *jobs.Runner the ledger uses.
-type JobRegistrar interface {
-	Register(kind string, h jobs.Handler, o jobs.KindOptions)
-	Every(kind string, interval time.Duration)
-}
-
-var _ JobRegistrar = (*jobs.Runner)(nil)
-
-// RegisterJobs registers the ledger's background work on r: JobSettleExpired
+// registerJobs registers the ledger's background work on r: JobSettleExpired
 // every SettleInterval. The schedule lives in the store, so it survives
 // restarts.
-func (l *Ledger) RegisterJobs(r JobRegistrar) {
+func (l *Ledger) registerJobs(r jobs.Queue) {
 	r.Register(JobSettleExpired, func(ctx context.Context, _ jobs.Job) error {
 		_, err := l.SettleExpired(ctx)
 		return err

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/store"
 )
@@ -30,8 +33,6 @@ type Config struct {
 	// as on PostgreSQL (where replicas share the rows and the hot path is
 	// never used).
 	Synchronous bool
-	// Logger receives the hot path's commit failures (slog.Default when nil).
-	Logger *slog.Logger
 	// CommitEvery is how long the hot path's writer lets movements
 	// accumulate before committing them together (DefaultCommitEvery when
 	// 0, none when negative); a Flush, a refusal being checked or Close
@@ -41,6 +42,43 @@ type Config struct {
 
 // DefaultCommitEvery is the hot path's default batching delay.
 const DefaultCommitEvery = 2 * time.Millisecond
+
+// Deps are what the ledger is built on.
+type Deps struct {
+	// DB holds the ledger's tables.
+	DB *store.DB
+	// Clock dates movements and months (clock.System when nil).
+	Clock clock.Clock
+	// Audit records AddBalance and spending-limit changes (audit.New over
+	// DB when nil).
+	Audit *audit.Log
+	// Plans tells each workspace's plan (accounts).
+	Plans PlanSource
+	// Jobs, when set, runs JobSettleExpired every SettleInterval; without
+	// it (the operator's balance command) nothing settles expired
+	// reservations.
+	Jobs jobs.Queue
+	// Logger receives the hot path's commit failures (slog.Default when nil).
+	Logger *slog.Logger
+}
+
+// check names what is missing.
+func (d *Deps) check() error {
+	var missing []string
+	for name, ok := range map[string]bool{"DB": d.DB != nil, "Plans": d.Plans != nil} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("%w: %s", ErrNotConfigured, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("billing: missing dependencies")
 
 // Ledger is the billing ledger of every workspace.
 type Ledger struct {
@@ -54,28 +92,51 @@ type Ledger struct {
 	hot   *hot // nil: every movement commits before returning
 }
 
-// New returns the ledger over db. Plans come from plans; AddBalance and
-// spending-limit changes are recorded in log.
+// New returns the ledger over d.DB and, with d.Jobs, registers the
+// settlement of expired reservations. It starts nothing: Run listens for
+// plan changes.
 //
 // On SQLite the ledger takes the hot path (README "Hot path") unless
 // cfg.Synchronous: then it must be the only Ledger of that database in the
 // process, and other processes may only add Balance (the operator's
 // command). Close commits what is pending.
-func New(db *store.DB, clk clock.Clock, log *audit.Log, plans PlanSource, cfg Config) *Ledger {
+func New(cfg Config, d Deps) (*Ledger, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
 	if cfg.ReservationTTL <= 0 {
 		cfg.ReservationTTL = DefaultReservationTTL
 	}
 	if cfg.CommitEvery == 0 {
 		cfg.CommitEvery = DefaultCommitEvery
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+	if d.Clock == nil {
+		d.Clock = clock.System{}
 	}
-	l := &Ledger{db: db, clk: clk, audit: log, plans: plans, cfg: cfg, m: newMetrics(), log: cfg.Logger}
-	if db.Dialect() != store.Postgres && !cfg.Synchronous {
+	if d.Audit == nil {
+		d.Audit = audit.New(d.DB, d.Clock)
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	l := &Ledger{db: d.DB, clk: d.Clock, audit: d.Audit, plans: d.Plans, cfg: cfg, m: newMetrics(), log: d.Logger}
+	if d.DB.Dialect() != store.Postgres && !cfg.Synchronous {
 		l.hot = newHot(l)
 	}
-	return l
+	if d.Jobs != nil {
+		l.registerJobs(d.Jobs)
+	}
+	return l, nil
+}
+
+// Run keeps workspaces' plans in memory on the hot path while it listens
+// for plan changes, until ctx ends (without it they are read every time).
+// Off the hot path there is nothing to run and it returns at once.
+func (l *Ledger) Run(ctx context.Context) error {
+	if l.hot == nil {
+		return nil
+	}
+	return l.hot.listen(ctx)
 }
 
 // Close commits the movements still pending on the hot path and stops its

@@ -15,9 +15,13 @@ import (
 
 func newJobRunner(t *testing.T, f *fixture) *jobs.Runner {
 	t.Helper()
-	r := jobs.New(f.db, f.clk, nil, jobs.Config{})
+	r, err := jobs.New(jobs.Config{}, jobs.Deps{DB: f.db, Clock: f.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { r.Close() })
-	f.l.RegisterJobs(r)
+	f.l.Close()
+	f.l = f.newLedger(t, f.l.cfg, r)
 	return r
 }
 

@@ -12,7 +12,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/api"
@@ -63,9 +65,51 @@ type Service struct {
 	pub   Publisher
 }
 
+// Config is the area's configuration. It has no settings yet: the bounds
+// of a setting are this file's constants.
+type Config struct{}
+
+// Deps are what the area is built on.
+type Deps struct {
+	DB *store.DB
+	// Clock dates changes (clock.System when nil).
+	Clock clock.Clock
+	// Audit records changes (audit.New over DB when nil).
+	Audit *audit.Log
+	// Pub publishes a change to the edges in its transaction.
+	Pub Publisher
+}
+
+// check names what is missing.
+func (d *Deps) check() error {
+	var missing []string
+	for name, ok := range map[string]bool{"DB": d.DB != nil, "Pub": d.Pub != nil} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("%w: %s", ErrNotConfigured, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("cdn: missing dependencies")
+
 // New returns the CDN service.
-func New(db *store.DB, clk clock.Clock, log *audit.Log, pub Publisher) *Service {
-	return &Service{db: db, clock: clk, audit: log, pub: pub}
+func New(_ Config, d Deps) (*Service, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	if d.Clock == nil {
+		d.Clock = clock.System{}
+	}
+	if d.Audit == nil {
+		d.Audit = audit.New(d.DB, d.Clock)
+	}
+	return &Service{db: d.DB, clock: d.Clock, audit: d.Audit, pub: d.Pub}, nil
 }
 
 // Get returns the workspace's setting in force.

@@ -58,7 +58,7 @@ var t0 = time.Now().UTC().Truncate(time.Second)
 
 func newService(t testing.TB, db *store.DB, clk clock.Clock) *Service {
 	t.Helper()
-	s, err := New(context.Background(), Deps{DB: db, Sealer: testSealer(t, 7), Clock: clk, CertClock: clk, Log: quiet,
+	s, err := New(context.Background(), Config{}, Deps{DB: db, Sealer: testSealer(t, 7), Clock: clk, CertClock: clk, Logger: quiet,
 		Sites: fixedSites{hosts: []string{"blog.apps.test", "shop.apps.test"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func TestOneCAPerInstallation(t *testing.T) {
 				}
 				t.Cleanup(func() { db.Close() })
 				wg.Go(func() {
-					s, err := New(context.Background(), Deps{DB: db, Sealer: testSealer(t, 7), Log: quiet, Sites: fixedSites{}})
+					s, err := New(context.Background(), Config{}, Deps{DB: db, Sealer: testSealer(t, 7), Logger: quiet, Sites: fixedSites{}})
 					if err != nil {
 						errs <- err
 						return
@@ -160,7 +160,7 @@ func TestOneCAPerInstallation(t *testing.T) {
 			if !bytes.Equal(again.CACertPEM(), pems[0]) {
 				t.Fatal("restart made another CA")
 			}
-			_, err = New(context.Background(), Deps{DB: db, Sealer: testSealer(t, 9), Log: quiet, Sites: fixedSites{}})
+			_, err = New(context.Background(), Config{}, Deps{DB: db, Sealer: testSealer(t, 9), Logger: quiet, Sites: fixedSites{}})
 			if !errors.Is(err, ErrNoCA) || !errors.Is(err, seal.ErrOpen) {
 				t.Fatalf("other seal key: err = %v, want ErrNoCA wrapping seal.ErrOpen", err)
 			}
@@ -177,7 +177,7 @@ func TestImportCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := pgtest.OpenSQLite(t)
-	s, err := New(context.Background(), Deps{DB: db, Sealer: testSealer(t, 7), Log: quiet, Sites: fixedSites{}, ImportCADir: dir})
+	s, err := New(context.Background(), Config{ImportCADir: dir}, Deps{DB: db, Sealer: testSealer(t, 7), Logger: quiet, Sites: fixedSites{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestImportCA(t *testing.T) {
 		t.Fatal("the existing CA was not adopted")
 	}
 	// A directory without a CA: a new one is made.
-	s2, err := New(context.Background(), Deps{DB: pgtest.OpenSQLite(t), Sealer: testSealer(t, 7), Log: quiet, Sites: fixedSites{}, ImportCADir: t.TempDir()})
+	s2, err := New(context.Background(), Config{ImportCADir: t.TempDir()}, Deps{DB: pgtest.OpenSQLite(t), Sealer: testSealer(t, 7), Logger: quiet, Sites: fixedSites{}})
 	if err != nil || bytes.Equal(s2.CACertPEM(), old.CertPEM()) || len(s2.CACertPEM()) == 0 {
 		t.Fatalf("empty import dir: %v", err)
 	}

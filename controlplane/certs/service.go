@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -70,17 +71,40 @@ type Deps struct {
 	// Clients check them against real time, so it is the system clock
 	// (when nil) whatever Clock is; tests move it to reach renewal.
 	CertClock clock.Clock
-	Log       *slog.Logger
+	// Logger receives what goes wrong (slog.Default when nil).
+	Logger *slog.Logger
 	// Sites names the hosts certificates are signed for (required).
 	Sites Sites
 	// Auth checks edge tokens; nil checks them in the edge_tokens table.
 	Auth Authenticator
+}
+
+// Config is the service's configuration; the zero value works.
+type Config struct {
 	// ImportCADir, when set and no CA is stored yet, names a directory
 	// holding a CA made by localca.Open (ca.pem, ca.key) to adopt as the
 	// installation's: `platform serve` passes DATA/ca so users keep
 	// trusting the CA its edge made before.
-	ImportCADir string
+	ImportCADir string `json:"importCaDir,omitempty"`
 }
+
+// check names what is missing.
+func (d *Deps) check() error {
+	var missing []string
+	for name, ok := range map[string]bool{"DB": d.DB != nil, "Sealer": d.Sealer != nil, "Sites": d.Sites != nil} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("%w: %s", ErrNotConfigured, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("certs: missing dependencies")
 
 // Service is the shared certificate store.
 type Service struct {
@@ -100,12 +124,13 @@ type Service struct {
 	issueMu sync.Mutex
 }
 
-// New loads the installation's CA, creating it (or adopting
-// d.ImportCADir's) when the store has none. Replicas starting together
-// agree on one: the first insert wins and every replica reads the row back.
-func New(ctx context.Context, d Deps) (*Service, error) {
-	if d.DB == nil || d.Sealer == nil || d.Sites == nil {
-		return nil, errors.New("certs: DB, Sealer and Sites are required")
+// New loads the installation's CA from the store (hence ctx), creating it
+// (or adopting cfg.ImportCADir's) when the store has none. Replicas
+// starting together agree on one: the first insert wins and every replica
+// reads the row back. It starts nothing.
+func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
+	if err := d.check(); err != nil {
+		return nil, err
 	}
 	if d.Clock == nil {
 		d.Clock = clock.System{}
@@ -113,14 +138,14 @@ func New(ctx context.Context, d Deps) (*Service, error) {
 	if d.CertClock == nil {
 		d.CertClock = clock.System{}
 	}
-	if d.Log == nil {
-		d.Log = slog.Default()
+	if d.Logger == nil {
+		d.Logger = slog.Default()
 	}
-	s := &Service{db: d.DB, sealer: d.Sealer, clock: d.Clock, certClock: d.CertClock, log: d.Log, sites: d.Sites, auth: d.Auth}
+	s := &Service{db: d.DB, sealer: d.Sealer, clock: d.Clock, certClock: d.CertClock, log: d.Logger, sites: d.Sites, auth: d.Auth}
 	if s.auth == nil {
 		s.auth = EdgeTokens{DB: d.DB}
 	}
-	certPEM, keyPEM, err := s.ensureCA(ctx, d.ImportCADir)
+	certPEM, keyPEM, err := s.ensureCA(ctx, cfg.ImportCADir)
 	if err != nil {
 		return nil, err
 	}

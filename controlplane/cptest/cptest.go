@@ -12,12 +12,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane"
 	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/store/pgtest"
 	"github.com/svcplatform/platform/passhash"
@@ -26,7 +28,8 @@ import (
 // OwnerKey is the bootstrap owner's key in every test control plane.
 const OwnerKey = "test-owner-key-0123456789abcdef"
 
-// Env is a running control plane.
+// Env is a running control plane: its loops run (Run), its job workers
+// do not (tests run due jobs with CP.Jobs.RunDue).
 type Env struct {
 	T      *testing.T
 	CP     *controlplane.ControlPlane
@@ -34,7 +37,14 @@ type Env struct {
 	Clock  *clock.Fake
 	// Owner is a caller with the owner's full-access workspace key.
 	Owner *Client
+	// close stops the server and Run, then closes CP, once.
+	close func() error
 }
+
+// Close stops the control plane as the platform does: the server, then
+// Run's loops, then CP.Close. The test's end does it too; a test that
+// restarts a control plane over the same data calls it first.
+func (e *Env) Close() error { return e.close() }
 
 // Options change the control plane a test gets.
 type Options struct {
@@ -64,6 +74,8 @@ func New(t *testing.T, opts ...Options) *Env {
 		Bootstrap: accounts.BootstrapConfig{WorkspaceName: "Test", OwnerEmail: "owner@example.com", Plan: o.Plan, Key: OwnerKey},
 		// Tests deploy origins and webhook receivers on loopback.
 		AllowPrivateNetworks: true,
+		// Tests run jobs themselves (CP.Jobs.RunDue); the other loops run.
+		Jobs: jobs.Config{Workers: -1},
 	}
 	// PLATFORM_TEST_STORE=postgres runs the control plane on a real
 	// PostgreSQL (controlplane/store/pgtest; the test binary's TestMain
@@ -82,11 +94,19 @@ func New(t *testing.T, opts ...Options) *Env {
 	cp.Accounts.SetHashParams(passhash.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32})
 	srv.Config.Handler = cp.Handler()
 	srv.Start()
-	t.Cleanup(func() {
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- cp.Run(ctx) }()
+	closeEnv := sync.OnceValue(func() error {
 		srv.Close()
-		cp.Close()
+		stop()
+		if err := <-ran; err != nil {
+			t.Errorf("control plane: %v", err)
+		}
+		return cp.Close()
 	})
-	e := &Env{T: t, CP: cp, Server: srv, Clock: clk}
+	t.Cleanup(func() { closeEnv() })
+	e := &Env{T: t, CP: cp, Server: srv, Clock: clk, close: closeEnv}
 	e.Owner = e.Client(OwnerKey)
 	return e
 }

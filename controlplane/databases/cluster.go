@@ -27,7 +27,7 @@ func (s *Service) cluster() *placement.Forwarder { return s.fwd.Load() }
 // it, requests for it reaching this node are forwarded to its owner, and
 // its file is never opened elsewhere. Deps.Cluster does the same at New
 // (and also fails only this node's interrupted creates); SetCluster is
-// for a service already built (tests). It adopts the databases whose files
+// for a service already built and running (tests). It adopts the databases whose files
 // are in this node's directory and have no owner yet.
 func (s *Service) SetCluster(ctx context.Context, f *placement.Forwarder) error {
 	if f == nil {
@@ -40,7 +40,8 @@ func (s *Service) SetCluster(ctx context.Context, f *placement.Forwarder) error 
 	if err := s.sweep(ctx); err != nil {
 		return err
 	}
-	return s.listenRemoved(ctx)
+	close(s.clustered) // Run follows removals from now on
+	return nil
 }
 
 // route forwards a request for database {id} to its owner when this node
@@ -115,40 +116,35 @@ func (s *Service) adopt(ctx context.Context, id string) {
 	}
 }
 
-// listenRemoved removes the files of databases deleted on other replicas.
-func (s *Service) listenRemoved(ctx context.Context) error {
-	lctx, cancel := context.WithCancel(context.Background())
-	// The subscription lives until Close, not for ctx (the start's).
-	stop := context.AfterFunc(ctx, cancel) // a start given up on ends it too
-	ch, err := s.d.DB.Notifier().Listen(lctx, removedChannel)
-	stop()
+// followRemovals removes the files of databases deleted on other replicas
+// until ctx ends. A removal announced before it listened is caught by the
+// sweep that follows the subscription.
+func (s *Service) followRemovals(ctx context.Context) error {
+	ch, err := s.d.DB.Notifier().Listen(ctx, removedChannel)
 	if err != nil {
-		cancel()
 		return fmt.Errorf("databases: listen for removals: %w", err)
 	}
-	s.listenStop.Store(&cancel)
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		for {
-			select {
-			case <-lctx.Done():
-				return
-			case id, ok := <-ch:
-				if !ok {
-					return
-				}
-				if id == store.Reconnected {
-					if err := s.sweep(lctx); err != nil {
-						s.d.Logger.Warn("databases: sweep after reconnect", "err", err)
-					}
-					continue
-				}
-				s.dropRemoved(lctx, id)
-			}
+	sweep := func() {
+		if err := s.sweep(ctx); err != nil && ctx.Err() == nil {
+			s.d.Logger.Warn("databases: sweep for removals", "err", err)
 		}
-	}()
-	return nil
+	}
+	sweep()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case id, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			if id == store.Reconnected {
+				sweep()
+				continue
+			}
+			s.dropRemoved(ctx, id)
+		}
+	}
 }
 
 // dropRemoved removes the local files of database id once its record says

@@ -37,12 +37,10 @@ func newReplica(t *testing.T, dsn, sealKey, id string) replica {
 		t.Fatal(err)
 	}
 	// Heartbeats far apart: staleness is driven by the fake clock alone.
-	reg, err := placement.New(context.Background(), e.CP.DB, e.Clock, slog.New(slog.NewTextHandler(io.Discard, nil)),
-		placement.Config{NodeID: id, URL: e.Server.URL, HeartbeatEvery: time.Hour, StaleAfter: 2 * time.Hour})
+	reg, err := placement.New(context.Background(), placement.Config{NodeID: id, URL: e.Server.URL, HeartbeatEvery: time.Hour, StaleAfter: 2 * time.Hour}, placement.Deps{DB: e.CP.DB, Clock: e.Clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { reg.Close() })
 	fwd, err := placement.NewForwarder(reg, secret, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)

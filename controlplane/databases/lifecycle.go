@@ -176,7 +176,7 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, projectID strin
 		return Database{}, err
 	}
 	plan := s.d.Plans.Plan(ctx, p.WorkspaceID)
-	limit := plans.Of(plan).Databases
+	limit := databaseLimit(plan)
 	rec := record{ID: store.NewID("db"), Workspace: p.WorkspaceID, Project: projectID, Name: name, Engine: engine,
 		Status: StatusCreating, CreatedAt: s.d.Clock.Now()}
 	err = s.d.DB.Tx(ctx, func(tx *sql.Tx) error {
@@ -184,13 +184,9 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, projectID strin
 		if err != nil {
 			return err
 		}
-		if limit != plans.Unlimited && n >= limit {
-			e := api.E(api.KindPaymentRequired, "plan_limit", "the %s plan holds %d database(s) and the workspace has %d: delete one or move to a larger plan", plan, limit, n).
-				With("limit", limit).With("current", n)
-			if next := planAbove(n); next != "" {
-				e = e.With("required_plan", next)
-			}
-			return e
+		if !plans.Allows(limit, n+1) {
+			return plans.LimitError(plan, databaseLimit, n, n+1,
+				"the %s plan holds %d database(s) and the workspace has %d: delete one or move to a larger plan", plan, limit, n)
 		}
 		if err := s.records.insert(ctx, tx, rec); err != nil {
 			if store.IsUniqueViolation(err) {
@@ -214,15 +210,8 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, projectID strin
 	return s.materialize(ctx, rec)
 }
 
-// planAbove names the smallest plan holding more than n databases.
-func planAbove(n int) plans.Name {
-	for _, p := range plans.All() {
-		if l := plans.Of(p).Databases; l == plans.Unlimited || l > n {
-			return p
-		}
-	}
-	return ""
-}
+// databaseLimit is how many databases a plan holds.
+func databaseLimit(p plans.Name) int { return plans.Of(p).Databases }
 
 // materialize makes the file of a record in state creating and settles the
 // state: ready, or failed with the reason.

@@ -11,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/placement"
+	"github.com/svcplatform/platform/controlplane/plans"
+	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/store"
 	"github.com/svcplatform/platform/controlplane/store/pgtest"
 )
@@ -28,11 +32,10 @@ func TestRecoverAmongReplicas(t *testing.T) {
 			db := e.Open(t)
 			clk := clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC))
 			node := func(id string) *placement.Registry {
-				r, err := placement.New(ctx, db, clk, quiet, placement.Config{NodeID: id, URL: "http://127.0.0.1:1", HeartbeatEvery: time.Hour, StaleAfter: 2 * time.Hour})
+				r, err := placement.New(ctx, placement.Config{NodeID: id, URL: "http://127.0.0.1:1", HeartbeatEvery: time.Hour, StaleAfter: 2 * time.Hour}, placement.Deps{DB: db, Clock: clk, Logger: quiet})
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Cleanup(func() { r.Close() })
 				return r
 			}
 			a, b := node("node-a"), node("node-b")
@@ -75,7 +78,12 @@ func TestRecoverAmongReplicas(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := New(ctx, Config{Dir: dir}, Deps{DB: db, Clock: clk, Logger: quiet, Cluster: fwd})
+			runner, err := jobs.New(jobs.Config{}, jobs.Deps{DB: db, Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := New(ctx, Config{Dir: dir}, Deps{DB: db, Clock: clk, Logger: quiet, Cluster: fwd, Projects: noProjects{}, Plans: noProjects{},
+				Jobs: runner})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,3 +112,12 @@ func TestRecoverAmongReplicas(t *testing.T) {
 		})
 	}
 }
+
+// noProjects has no project: recovery asks for none.
+type noProjects struct{}
+
+func (noProjects) Writable(context.Context, string, string) (projects.Project, error) {
+	return projects.Project{}, api.NotFound("project")
+}
+
+func (noProjects) Plan(context.Context, string) plans.Name { return plans.Hobby }

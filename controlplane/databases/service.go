@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/svcplatform/platform/controlplane/ratelimit"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,10 +15,12 @@ import (
 
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/placement"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/projects"
+	"github.com/svcplatform/platform/controlplane/ratelimit"
 	"github.com/svcplatform/platform/controlplane/store"
 )
 
@@ -208,6 +210,8 @@ type Deps struct {
 	Projects Projects
 	// Plans tells each workspace's plan.
 	Plans Plans
+	// Jobs runs the daily storage charge (JobChargeStorage).
+	Jobs jobs.Queue
 	// Logger receives what goes wrong in the background.
 	Logger *slog.Logger
 	// Cluster, set when several control-plane replicas share the metadata
@@ -233,31 +237,64 @@ type Service struct {
 	pause   atomic.Pointer[exportPause]
 	// fwd is the forwarder among replicas (nil on a single node).
 	fwd atomic.Pointer[placement.Forwarder]
-	// listenStop ends the removals listener; bg waits for it.
-	listenStop atomic.Pointer[context.CancelFunc]
-	bg         sync.WaitGroup
 	// removed, when set, is called after the files of a database deleted
 	// on another replica were removed here (tests synchronise on it).
 	removed atomic.Pointer[func(id string)]
 	// exportWaiting, when set, is called as a query starts waiting for an
 	// export (tests synchronise on it instead of sleeping).
 	exportWaiting atomic.Pointer[func()]
-	stopOnce      sync.Once
-	stop          chan struct{}
-	flushed       chan struct{}
+	// clustered is closed once the service is one of several replicas:
+	// Run then follows removals on other nodes.
+	clustered chan struct{}
+	closeOnce sync.Once
 }
 
+// check names what is missing.
+func (d *Deps) check() error {
+	var missing []string
+	for name, ok := range map[string]bool{"DB": d.DB != nil, "Projects": d.Projects != nil, "Plans": d.Plans != nil, "Jobs": d.Jobs != nil} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("%w: %s", ErrNotConfigured, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("databases: missing dependencies")
+
+// JobChargeStorage measures database sizes and charges paid plans' storage
+// past the allowance (ChargeStorage), once a day.
+const JobChargeStorage = "databases.storage"
+
 // New builds the service, marks creates and exports cut short by a restart
-// as failed and removes files left by deleted databases.
+// as failed, removes files left by deleted databases and registers the
+// daily storage charge on d.Jobs. That recovery reads and writes the store
+// (hence ctx) and must finish before any request arrives: it fails every
+// create still marked in progress. It starts nothing: Run flushes counts
+// and, among replicas, removes the files of databases deleted elsewhere.
 func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	cfg.Provision()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	if d.Clock == nil {
+		d.Clock = clock.System{}
+	}
+	if d.Audit == nil {
+		d.Audit = audit.New(d.DB, d.Clock)
+	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	s := &Service{cfg: cfg, d: d, stop: make(chan struct{}), flushed: make(chan struct{})}
+	s := &Service{cfg: cfg, d: d, clustered: make(chan struct{})}
 	lim := cfg.Limits
 	s.limits.Store(&lim)
 	s.records = newRecords(d.DB)
@@ -271,17 +308,33 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	if d.Cluster != nil {
 		s.fwd.Store(d.Cluster)
 		s.records.shared.Store(true)
+		close(s.clustered)
 	}
 	if err := s.recover(ctx); err != nil {
 		return nil, err
 	}
-	if d.Cluster != nil {
-		if err := s.listenRemoved(ctx); err != nil {
-			return nil, err
-		}
-	}
-	go s.flushLoop()
+	d.Jobs.Register(JobChargeStorage, func(ctx context.Context, _ jobs.Job) error {
+		_, err := s.ChargeStorage(ctx)
+		return err
+	}, jobs.KindOptions{MaxAttempts: 5, Backoff: []time.Duration{time.Minute, 10 * time.Minute, time.Hour}})
+	d.Jobs.Every(JobChargeStorage, 24*time.Hour)
 	return s, nil
+}
+
+// Run sends counts to the meter and sizes to the store every
+// Config.FlushEvery and, among replicas, removes the files of databases
+// deleted on other nodes, until ctx ends. Close flushes the rest.
+func (s *Service) Run(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { defer close(done); s.flushLoop(ctx) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case <-s.clustered:
+		err = s.followRemovals(ctx)
+	}
+	<-done
+	return err
 }
 
 // Limits returns the limits in force.
@@ -352,17 +405,17 @@ func (s *Service) sweep(ctx context.Context) error {
 	return nil
 }
 
-// flushLoop sends counts to the meter and sizes to the metadata database.
-func (s *Service) flushLoop() {
-	defer close(s.flushed)
+// flushLoop sends counts to the meter and sizes to the metadata database
+// until ctx ends.
+func (s *Service) flushLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.FlushEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := s.Flush(context.Background()); err != nil {
+			if err := s.Flush(ctx); err != nil && ctx.Err() == nil {
 				s.d.Logger.Warn("databases: flush", "err", err)
 			}
 		}
@@ -380,17 +433,11 @@ func (s *Service) Flush(ctx context.Context) error {
 	return err
 }
 
-// Close stops background work, waits for running exports, closes every
-// open database and flushes the counts.
+// Close waits for running exports, closes every open database and flushes
+// the counts. Call it after Run has returned.
 func (s *Service) Close() error {
 	var err error
-	s.stopOnce.Do(func() {
-		close(s.stop)
-		<-s.flushed
-		if stop := s.listenStop.Load(); stop != nil {
-			(*stop)()
-		}
-		s.bg.Wait()
+	s.closeOnce.Do(func() {
 		err = s.open.closeAll()
 		s.exports.Wait()
 		err = errors.Join(err, s.Flush(context.Background()))

@@ -7,9 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svcplatform/platform/controlplane"
+	"github.com/svcplatform/platform/controlplane/cdn"
 	"github.com/svcplatform/platform/controlplane/cptest"
 	"github.com/svcplatform/platform/controlplane/deploys"
 	"github.com/svcplatform/platform/controlplane/projects"
+	"github.com/svcplatform/platform/rules"
 )
 
 func TestDeployingBlocksDeleteAndIsObservable(t *testing.T) {
@@ -249,14 +252,28 @@ func TestInterruptedDeployFailsOnStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp := env.CP
-	if _, err := deploys.New(context.Background(), deploys.Config{DB: cp.DB, Clock: env.Clock, Audit: cp.Audit, Projects: cp.Projects}); err != nil {
+	restarted, err := deploys.New(context.Background(), deploys.Config{}, deploys.Deps{DB: cp.DB, Blobs: cp.Blobs(), Clock: env.Clock,
+		Audit: cp.Audit, Meter: cp.Meter, Projects: cp.Projects, Repos: cp.Repos(), Settings: settingsOf{cp}, Pub: cp.EdgeSync()})
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer restarted.Close()
 	var got detail
 	env.Owner.Must(200, "GET", "/api/deployments/"+d.Deployment.ID, nil).JSON(t, &got)
 	if got.Deployment.State != "failed" || !strings.Contains(got.Deployment.Error, "restart") || !strings.Contains(got.logText(), "failed: interrupted") {
 		t.Fatalf("after restart: %+v\n%s", got.Deployment, got.logText())
 	}
+}
+
+// settingsOf gives a deploys service built in a test the settings in force.
+type settingsOf struct{ cp *controlplane.ControlPlane }
+
+func (s settingsOf) CDN(ctx context.Context, workspace string) (cdn.Settings, error) {
+	return s.cp.CDN().Get(ctx, workspace)
+}
+
+func (s settingsOf) Shield(ctx context.Context, workspace string) (rules.Settings, error) {
+	return s.cp.Shield().Current(ctx, workspace)
 }
 
 // deployAction rebuilds the project's own repository: the workspace repo

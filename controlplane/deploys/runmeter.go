@@ -33,42 +33,6 @@ func (s *Service) noteRun(id, workspace string) {
 	s.mu.Unlock()
 }
 
-// startRunMeter starts, once, the loop that meters the runtime's running
-// time every Config.RunMeterEvery, and a last time when the service
-// closes (negative: no loop; FlushRunTime meters on demand).
-func (s *Service) startRunMeter() {
-	every := s.cfg.RunMeterEvery
-	if every == 0 {
-		every = DefaultRunMeterEvery
-	}
-	if every < 0 {
-		return
-	}
-	s.meterOnce.Do(func() {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			t := time.NewTicker(every)
-			defer t.Stop()
-			for {
-				select {
-				case <-t.C:
-				case <-s.ctx.Done():
-					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-					defer cancel()
-					if err := s.FlushRunTime(ctx); err != nil {
-						s.cfg.Logger.Warn("deploys: meter app running time at close", "err", err)
-					}
-					return
-				}
-				if err := s.FlushRunTime(s.ctx); err != nil && !errors.Is(err, context.Canceled) {
-					s.cfg.Logger.Warn("deploys: meter app running time", "err", err)
-				}
-			}
-		}()
-	})
-}
-
 // FlushRunTime meters app_run_seconds: the running time of every app and
 // worker program the runtime ran since the previous flush (asleep, crashed
 // and backing off do not count), per workspace, project and UTC day. A

@@ -368,8 +368,5 @@ func (s *Service) SetRuntime(ctx context.Context, rt Runtime) error {
 	s.mu.Lock()
 	s.rt = rt
 	s.mu.Unlock()
-	if rt != nil {
-		s.startRunMeter()
-	}
 	return s.Resume(ctx)
 }

@@ -496,8 +496,7 @@ func TestResumeAfterRestart(t *testing.T) {
 		t.Fatalf("%+v %+v", da.Deployment, df.Deployment)
 	}
 	before := app.origin(t).Origin
-	env.Server.Close()
-	if err := env.CP.Close(); err != nil {
+	if err := env.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.eng.Close(context.Background()); err != nil {

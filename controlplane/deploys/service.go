@@ -74,44 +74,80 @@ type Publisher interface {
 	Change(ctx context.Context, fn func(tx *sql.Tx) error) error
 }
 
-// Config wires the service.
+// Config is the area's configuration; the zero value works.
 type Config struct {
-	DB       *store.DB
-	Blobs    blobs.Backend
-	Clock    clock.Clock
-	Audit    *audit.Log
-	Meter    metering.Recorder
-	Sealer   *seal.Sealer
+	// ProbeTimeout bounds the origin reachability check of apps and
+	// functions (DefaultProbeTimeout when 0).
+	ProbeTimeout time.Duration `json:"probeTimeout"`
+	// ProbeEvery is how often Run checks the origins of serving apps and
+	// functions (DefaultProbeEvery when 0; negative: never, for tests that
+	// probe with ProbeOrigins).
+	ProbeEvery time.Duration `json:"probeEvery"`
+	// AllowPrivateNetworks lets app and function origins be on loopback,
+	// private or link-local addresses (--allow-private-networks).
+	AllowPrivateNetworks bool `json:"allowPrivateNetworks"`
+	// OwnAddrs are the platform's own listeners: never an origin.
+	OwnAddrs []netip.AddrPort `json:"-"`
+	// RunMeterEvery is how often Run meters the running time of the apps
+	// and worker programs the runtime runs as app_run_seconds
+	// (DefaultRunMeterEvery when 0; negative: only at FlushRunTime calls).
+	// The last flush happens at Close.
+	RunMeterEvery time.Duration `json:"runMeterEvery"`
+}
+
+// Deps are what the area is built on.
+type Deps struct {
+	DB    *store.DB
+	Blobs blobs.Backend
+	// Clock dates deployments and logs (clock.System when nil).
+	Clock clock.Clock
+	// Audit records deploys (audit.New over DB when nil).
+	Audit *audit.Log
+	// Meter receives deploys, build seconds and app running time.
+	Meter  metering.Recorder
+	Sealer *seal.Sealer
+	// Logger receives what goes wrong in the background (slog.Default
+	// when nil).
 	Logger   *slog.Logger
 	Projects Projects
 	Repos    Repos
 	Settings Settings
 	Pub      Publisher
-	// ProbeTimeout bounds the origin reachability check of apps and
-	// functions (DefaultProbeTimeout when 0).
-	ProbeTimeout time.Duration
-	// AllowPrivateNetworks lets app and function origins be on loopback,
-	// private or link-local addresses (--allow-private-networks).
-	AllowPrivateNetworks bool
-	// OwnAddrs are the platform's own listeners: never an origin.
-	OwnAddrs []netip.AddrPort
 	// Runtime runs the apps, worker programs and functions whose manifest
 	// has run or module (engine.Engine); nil refuses them with 503
 	// runtime_unavailable. New resumes the serving ones (see Resume).
 	Runtime Runtime
-	// RunMeterEvery is how often the running time of the apps and worker
-	// programs the runtime runs is metered as app_run_seconds
-	// (DefaultRunMeterEvery when 0; negative: only at FlushRunTime calls).
-	// The last flush happens at Close.
-	RunMeterEvery time.Duration
 }
+
+// check names what is missing.
+func (d *Deps) check() error {
+	var missing []string
+	for name, ok := range map[string]bool{"DB": d.DB != nil, "Blobs": d.Blobs != nil, "Meter": d.Meter != nil, "Projects": d.Projects != nil,
+		"Repos": d.Repos != nil, "Settings": d.Settings != nil, "Pub": d.Pub != nil} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("%w: %s", ErrNotConfigured, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("deploys: missing dependencies")
+
+// DefaultProbeEvery is how often the origins of serving apps and functions
+// are checked (a project whose origin does not answer is down).
+const DefaultProbeEvery = 30 * time.Second
 
 // DefaultProbeTimeout bounds one origin reachability check.
 const DefaultProbeTimeout = 2 * time.Second
 
 // Service is the deploys area.
 type Service struct {
-	cfg    Config
+	cfg    settings
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background goroutines, builds included
@@ -124,21 +160,47 @@ type Service struct {
 	dialer *net.Dialer
 	rt     Runtime
 
-	meter     runMeter // under mu, but for agg (under meterMu)
-	meterMu   sync.Mutex
-	meterOnce sync.Once
+	meter   runMeter // under mu, but for agg (under meterMu)
+	meterMu sync.Mutex
+}
+
+// settings are the service's Config and Deps together.
+type settings struct {
+	Config
+	Deps
 }
 
 // New returns the service, marks deployments a restart interrupted as
 // failed and, with a runtime, resumes the serving deployments it runs.
-func New(ctx context.Context, cfg Config) (*Service, error) {
+// Both read and write the store (hence ctx) and must finish before any
+// request arrives: a deployment still marked deploying is failed. It
+// starts nothing: Run probes origins and meters the apps' running time.
+func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
 	if cfg.ProbeTimeout == 0 {
 		cfg.ProbeTimeout = DefaultProbeTimeout
 	}
-	s := &Service{cfg: cfg, health: map[string]bool{}, dialer: netguard.Dialer(cfg.AllowPrivateNetworks, cfg.OwnAddrs...), rt: cfg.Runtime,
-		meter: runMeter{ws: map[string]string{}}}
-	if br, ok := cfg.Meter.(metering.BatchRecorder); ok {
-		s.meter.agg = metering.NewAggregator(br, cfg.Clock.Now)
+	if cfg.ProbeEvery == 0 {
+		cfg.ProbeEvery = DefaultProbeEvery
+	}
+	if cfg.RunMeterEvery == 0 {
+		cfg.RunMeterEvery = DefaultRunMeterEvery
+	}
+	if d.Clock == nil {
+		d.Clock = clock.System{}
+	}
+	if d.Audit == nil {
+		d.Audit = audit.New(d.DB, d.Clock)
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	s := &Service{cfg: settings{cfg, d}, health: map[string]bool{}, dialer: netguard.Dialer(cfg.AllowPrivateNetworks, cfg.OwnAddrs...),
+		rt: d.Runtime, meter: runMeter{ws: map[string]string{}}}
+	if br, ok := d.Meter.(metering.BatchRecorder); ok {
+		s.meter.agg = metering.NewAggregator(br, d.Clock)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.failInterrupted(ctx); err != nil {
@@ -147,10 +209,37 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if err := s.Resume(ctx); err != nil {
 		return nil, err
 	}
-	if cfg.Runtime != nil {
-		s.startRunMeter()
-	}
 	return s, nil
+}
+
+// Run probes the origins of serving apps and functions every
+// Config.ProbeEvery and meters the running time of what the runtime runs
+// every Config.RunMeterEvery, until ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	every := func(d time.Duration, fn func(context.Context) error, what string) {
+		if d < 0 {
+			return
+		}
+		wg.Go(func() {
+			t := time.NewTicker(d)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					if err := fn(ctx); err != nil && ctx.Err() == nil {
+						s.cfg.Logger.Warn("deploys: "+what, "err", err)
+					}
+				}
+			}
+		})
+	}
+	every(s.cfg.ProbeEvery, s.ProbeOrigins, "probe origins")
+	every(s.cfg.RunMeterEvery, s.FlushRunTime, "meter app running time")
+	wg.Wait()
+	return nil
 }
 
 // failInterrupted fails the deployments left deploying by a stopped process.
@@ -168,10 +257,16 @@ func (s *Service) failInterrupted(ctx context.Context) error {
 }
 
 // Close stops the background builds and waits for them (each one stopped
-// is marked failed) and meters the apps' running time a last time.
+// is marked failed) and meters the apps' running time a last time. Call it
+// after Run has returned.
 func (s *Service) Close() error {
 	s.cancel()
 	s.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.FlushRunTime(ctx); err != nil {
+		s.cfg.Logger.Warn("deploys: meter app running time at close", "err", err)
+	}
 	return nil
 }
 

@@ -90,28 +90,6 @@ func (s *Service) ProbeOrigins(ctx context.Context) error {
 	return nil
 }
 
-// RunProber probes origins every interval until ctx ends or Close.
-func (s *Service) RunProber(ctx context.Context, every time.Duration) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-s.ctx.Done():
-				return
-			case <-t.C:
-				if err := s.ProbeOrigins(s.ctx); err != nil && s.ctx.Err() == nil {
-					s.cfg.Logger.Warn("deploys: probe origins", "err", err)
-				}
-			}
-		}
-	}()
-}
-
 // Serving implements projects.Deployments: not_deployed before any
 // deploy; deploying while one runs; live when a deployment serves (down
 // when it is an app or function whose origin does not answer); failed when

@@ -59,8 +59,15 @@ func startReplica(b *testing.B, store, dataDir, sealKey, blobs string) *benchRep
 	}
 	srv.Config.Handler = cp.Handler()
 	srv.Start()
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- cp.Run(ctx) }()
 	b.Cleanup(func() {
 		srv.Close()
+		stop()
+		if err := <-ran; err != nil {
+			b.Error(err)
+		}
 		cp.Close()
 	})
 	return &benchReplica{cp: cp, srv: srv}

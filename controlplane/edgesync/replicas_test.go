@@ -40,7 +40,7 @@ func emptySources() edgesync.Sources {
 
 // replica is an edgesync service on its own store handle (its own pool
 // and, on PostgreSQL, its own listening connection), as in another
-// control-plane process.
+// control-plane process, running until the test ends.
 func replica(t *testing.T, dsn string, sealer *seal.Sealer) *edgesync.Service {
 	t.Helper()
 	ctx := context.Background()
@@ -49,11 +49,21 @@ func replica(t *testing.T, dsn string, sealer *seal.Sealer) *edgesync.Service {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	svc, err := edgesync.New(ctx, db, nil, sealer, clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)),
-		slog.New(slog.NewTextHandler(io.Discard, nil)), "apps.test", emptySources())
+	svc, err := edgesync.New(ctx, edgesync.Config{AppsDomain: "apps.test"}, edgesync.Deps{DB: db, Sealer: sealer,
+		Clock: clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Sources: emptySources()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- svc.Run(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	})
 	return svc
 }
 

@@ -135,13 +135,66 @@ type built struct {
 	gzip    []byte
 }
 
-// New returns the service, loading the version and creating the session
-// signing key on first start.
-func New(ctx context.Context, db *store.DB, bs blobs.Backend, sealer *seal.Sealer, clk clock.Clock, log *slog.Logger, appsDomain string, src Sources) (*Service, error) {
-	if err := src.validate(); err != nil {
+// Config is the service's configuration.
+type Config struct {
+	// AppsDomain is the domain projects answer under: a site's host is
+	// <slug>.<AppsDomain>.
+	AppsDomain string `json:"appsDomain"`
+}
+
+// Deps are what the service is built on.
+type Deps struct {
+	// DB holds the version, the session key and edge tokens.
+	DB *store.DB
+	// Blobs is where deployed files are read from for edges (nil: edges
+	// cannot fetch files through the API).
+	Blobs blobs.Backend
+	// Sealer seals the session signing key at rest.
+	Sealer *seal.Sealer
+	// Clock dates tokens and counts (clock.System when nil).
+	Clock clock.Clock
+	// Logger receives what goes wrong in the background (slog.Default
+	// when nil).
+	Logger *slog.Logger
+	// Sources read what snapshots hold, each from the area owning it.
+	Sources Sources
+}
+
+// check names what is missing.
+func (d *Deps) check() error {
+	var missing []string
+	for name, ok := range map[string]bool{"DB": d.DB != nil, "Sealer": d.Sealer != nil} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("%w: %s", ErrNotConfigured, strings.Join(missing, ", "))
+	}
+	return d.Sources.validate()
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("edgesync: missing dependencies")
+
+// New returns the service. It reads the store (hence ctx): the snapshot
+// version, the edge tokens and the session signing key, which it creates
+// on first start (replicas starting together agree on one). It starts
+// nothing: Run follows the versions other replicas commit.
+func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
+	if err := d.check(); err != nil {
 		return nil, err
 	}
-	s := &Service{db: db, blobs: bs, clock: clk, log: log, appsDomain: strings.ToLower(appsDomain), sealer: sealer, src: src, changed: make(chan struct{})}
+	if d.Clock == nil {
+		d.Clock = clock.System{}
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	db, sealer := d.DB, d.Sealer
+	s := &Service{db: db, blobs: d.Blobs, clock: d.Clock, log: d.Logger, appsDomain: strings.ToLower(cfg.AppsDomain), sealer: sealer,
+		src: d.Sources, changed: make(chan struct{})}
 	var v int64
 	var sealed []byte
 	if err := db.QueryRowContext(ctx, `SELECT version, session_key FROM edge_config WHERE id = 1`).Scan(&v, &sealed); err != nil {
@@ -165,17 +218,23 @@ func New(ctx context.Context, db *store.DB, bs blobs.Backend, sealer *seal.Seale
 		return nil, fmt.Errorf("edgesync: session key: %w", err)
 	}
 	s.sessionKey = key
-	if err := s.tokens.load(ctx, db, clk.Now()); err != nil {
+	if err := s.tokens.load(ctx, db, d.Clock.Now()); err != nil {
 		return nil, err
 	}
-	// Other replicas' changes: their commits notify every replica. The
-	// subscription ends when db closes.
-	ch, err := db.Notifier().Listen(context.WithoutCancel(ctx), VersionChannel)
-	if err != nil {
-		return nil, fmt.Errorf("edgesync: %w", err)
-	}
-	go s.follow(ch)
 	return s, nil
+}
+
+// Run wakes this replica's long-polls on the versions other replicas
+// commit (their commits notify every replica), until ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	ch, err := s.db.Notifier().Listen(ctx, VersionChannel)
+	if err != nil {
+		return fmt.Errorf("edgesync: %w", err)
+	}
+	// A version committed elsewhere before the subscription.
+	s.catchUp(ctx)
+	s.follow(ch)
+	return nil
 }
 
 // VersionChannel is the store notification channel on which a committed
@@ -190,14 +249,27 @@ func (s *Service) follow(ch <-chan string) {
 	for p := range ch {
 		v, err := strconv.ParseInt(p, 10, 64)
 		if err != nil {
-			if v, err = s.dbVersion(context.Background()); err != nil {
-				s.log.Warn("edgesync: version after a notification", "err", err)
-				continue
-			}
+			s.catchUp(context.Background())
+			continue
 		}
 		if v > s.version.Load() {
 			s.published(v)
 		}
+	}
+}
+
+// catchUp reads the stored version and wakes the long-polls when another
+// replica moved it.
+func (s *Service) catchUp(ctx context.Context) {
+	v, err := s.dbVersion(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("edgesync: version after a notification", "err", err)
+		}
+		return
+	}
+	if v > s.version.Load() {
+		s.published(v)
 	}
 }
 

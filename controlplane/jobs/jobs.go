@@ -107,9 +107,10 @@ type EnqueueOptions struct {
 
 // Config tunes a Runner. The zero value takes the defaults.
 type Config struct {
-	// Workers is how many jobs Start runs at once (DefaultWorkers when 0).
+	// Workers is how many jobs Run runs at once (DefaultWorkers when 0;
+	// negative: Run runs none, for tests that run jobs with RunDue).
 	Workers int
-	// PollInterval is how often Start looks for due jobs when nothing wakes
+	// PollInterval is how often Run looks for due jobs when nothing wakes
 	// it (DefaultPollInterval when 0).
 	PollInterval time.Duration
 	// LeaseGrace is added to a kind's Timeout to make the lease: a job whose
@@ -117,13 +118,13 @@ type Config struct {
 	// timeout (DefaultLeaseGrace when 0).
 	LeaseGrace time.Duration
 	// KeepDone is how long done jobs are kept (and their idempotency keys
-	// honoured) before Start purges them (DefaultKeepDone when 0). Dead
+	// honoured) before Run purges them (DefaultKeepDone when 0). Dead
 	// jobs are kept.
 	KeepDone time.Duration
 }
 
 func (c Config) provision() Config {
-	if c.Workers <= 0 {
+	if c.Workers == 0 {
 		c.Workers = DefaultWorkers
 	}
 	if c.PollInterval <= 0 {
@@ -197,20 +198,59 @@ type Runner struct {
 	started bool
 }
 
-// New returns a Runner over db. Register kinds, then Start it (or call
-// RunDue from tests); Close stops it.
-func New(db *store.DB, clk clock.Clock, log *slog.Logger, cfg Config) *Runner {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+// Queue is what an area needs of the job facility: registering its kinds,
+// making some periodic, enqueueing jobs (in the caller's transaction) and
+// waking the workers. *Runner implements it; every area's Deps.Jobs is one.
+type Queue interface {
+	Register(kind string, h Handler, o KindOptions)
+	Every(kind string, interval time.Duration)
+	Enqueue(ctx context.Context, q store.Querier, kind string, payload any, o EnqueueOptions) (string, error)
+	Wake()
+}
+
+var _ Queue = (*Runner)(nil)
+
+// Deps are what a Runner is built on.
+type Deps struct {
+	// DB holds the jobs table.
+	DB *store.DB
+	// Clock schedules jobs (clock.System when nil).
+	Clock clock.Clock
+	// Logger receives failed jobs and schedules (discarded when nil).
+	Logger *slog.Logger
+}
+
+// check names what is missing.
+func (d *Deps) check() error {
+	if d.DB == nil {
+		return fmt.Errorf("%w: DB", ErrNotConfigured)
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("jobs: missing dependencies")
+
+// New returns a Runner over d.DB. Register kinds, then Run it (or call
+// RunDue from tests); it starts nothing.
+func New(cfg Config, d Deps) (*Runner, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	if d.Clock == nil {
+		d.Clock = clock.System{}
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Runner{
-		db: db, clk: clk, log: log, cfg: cfg.provision(),
+		db: d.DB, clk: d.Clock, log: d.Logger, cfg: cfg.provision(),
 		owner:   store.NewID("runner"),
-		m:       newMetrics(db),
+		m:       newMetrics(d.DB),
 		kinds:   map[string]*kind{},
 		wake:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
-	}
+	}, nil
 }
 
 // Register sets the handler and options of kind. Registering a kind again
@@ -331,7 +371,7 @@ func (r *Runner) Enqueue(ctx context.Context, q store.Querier, kindName string, 
 	return id, nil
 }
 
-// Wake makes Start's workers look for due jobs now. Enqueue calls it; a
+// Wake makes Run's workers look for due jobs now. Enqueue calls it; a
 // caller that enqueued in its own transaction may call it after commit.
 func (r *Runner) Wake() {
 	select {

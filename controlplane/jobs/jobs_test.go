@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,11 +43,67 @@ func openDB(t *testing.T, path string) *store.DB {
 	return db
 }
 
+// mustNew is New, failing the test on error.
+func mustNew(t *testing.T, db *store.DB, clk clock.Clock, cfg Config) *Runner {
+	t.Helper()
+	r, err := New(cfg, Deps{DB: db, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func newRunner(t *testing.T, db *store.DB, clk clock.Clock, cfg Config) *Runner {
 	t.Helper()
-	r := New(db, clk, nil, cfg)
+	r := mustNew(t, db, clk, cfg)
 	t.Cleanup(func() { r.Close() })
 	return r
+}
+
+// Run returns at once when it has nothing to run: no workers, a runner
+// closed, or another Run already running; New refuses a missing database.
+func TestRunReturnsAtOnce(t *testing.T) {
+	db := openDB(t, filepath.Join(t.TempDir(), "jobs.db"))
+	clk := clock.NewFake(t0)
+	running := newRunner(t, db, clk, Config{})
+	ctx, stop := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() { first <- running.Run(ctx) }()
+	for _, tc := range []struct {
+		name string
+		r    func() *Runner
+	}{
+		{"no workers", func() *Runner { return newRunner(t, db, clk, Config{Workers: -1}) }},
+		{"closed", func() *Runner { r := newRunner(t, db, clk, Config{}); r.Close(); return r }},
+		{"already running", func() *Runner { return running }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.r()
+			if r == running {
+				// The first Run may not have started yet: close the race by
+				// waiting until it holds the runner.
+				for {
+					r.mu.Lock()
+					started := r.started
+					r.mu.Unlock()
+					if started {
+						break
+					}
+					runtime.Gosched()
+				}
+			}
+			if err := r.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	stop()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{}, Deps{}); !errors.Is(err, ErrNotConfigured) {
+		t.Fatalf("New without a database: %v", err)
+	}
 }
 
 func env(t *testing.T, e pgtest.Engine) (*store.DB, *clock.Fake, *Runner) {
@@ -366,7 +423,7 @@ func testTwoRunnersRunEachJobOnce(t *testing.T, e pgtest.Engine) {
 			}
 		}
 	})
-	t.Run("Start workers", func(t *testing.T) {
+	t.Run("Run workers", func(t *testing.T) {
 		done := make(chan string, n)
 		for _, r := range rs {
 			r.Register("work2", func(_ context.Context, j Job) error {
@@ -374,7 +431,7 @@ func testTwoRunnersRunEachJobOnce(t *testing.T, e pgtest.Engine) {
 				done <- j.ID
 				return nil
 			}, KindOptions{})
-			r.Start(ctx)
+			go r.Run(ctx)
 		}
 		for i := range n {
 			if _, err := rs[i%2].Enqueue(ctx, nil, "work2", i, EnqueueOptions{}); err != nil {
@@ -402,15 +459,15 @@ func testTwoRunnersRunEachJobOnce(t *testing.T, e pgtest.Engine) {
 	})
 }
 
-// Start's workers wake on Enqueue even with an hour-long poll interval.
-func TestStartWakesOnEnqueue(t *testing.T) { eachEngine(t, testStartWakesOnEnqueue) }
+// Run's workers wake on Enqueue even with an hour-long poll interval.
+func TestRunWakesOnEnqueue(t *testing.T) { eachEngine(t, testRunWakesOnEnqueue) }
 
-func testStartWakesOnEnqueue(t *testing.T, e pgtest.Engine) {
+func testRunWakesOnEnqueue(t *testing.T, e pgtest.Engine) {
 	_, _, r := env(t, e)
 	r.cfg.PollInterval = time.Hour
 	got := make(chan Job, 1)
 	r.Register("ping", func(_ context.Context, j Job) error { got <- j; return nil }, KindOptions{})
-	r.Start(context.Background())
+	go r.Run(context.Background())
 	id, err := r.Enqueue(context.Background(), nil, "ping", "hi", EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -437,7 +494,7 @@ func testRestartResumes(t *testing.T, e pgtest.Engine) {
 	path := e.DSN(t)
 	clk := clock.NewFake(t0)
 	ctx := context.Background()
-	a := New(openDB(t, path), clk, nil, Config{PollInterval: time.Hour})
+	a := mustNew(t, openDB(t, path), clk, Config{PollInterval: time.Hour})
 	started := make(chan struct{})
 	a.Register("long", func(ctx context.Context, _ Job) error {
 		close(started)
@@ -453,7 +510,7 @@ func testRestartResumes(t *testing.T, e pgtest.Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Start(ctx)
+	go a.Run(ctx)
 	<-started
 	a.Close()
 	if in := mustGet(t, a, id); in.State != Queued || in.Attempt != 0 {

@@ -105,7 +105,7 @@ func TestReplicasDrainOnce(t *testing.T) {
 		}
 	}
 	for _, r := range rs {
-		r.Start(ctx)
+		go r.Run(ctx)
 	}
 	deadline := time.After(60 * time.Second)
 	for i := range n {
@@ -157,7 +157,7 @@ func testDeadReplicaJobTakenOver(t *testing.T, e pgtest.Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := New(dbA, clk, nil, cfg)
+	a := mustNew(t, dbA, clk, cfg)
 	started := make(chan Job, 1)
 	release := make(chan struct{})
 	a.Register("deliver", func(_ context.Context, j Job) error {
@@ -177,7 +177,7 @@ func testDeadReplicaJobTakenOver(t *testing.T, e pgtest.Engine) {
 	// handle closed would otherwise still run (database/sql lets a started
 	// transaction finish), which kill -9 never allows.
 	actx, killA := context.WithCancel(ctx)
-	a.Start(actx)
+	go a.Run(actx)
 	var j Job
 	select {
 	case j = <-started:
@@ -190,7 +190,7 @@ func testDeadReplicaJobTakenOver(t *testing.T, e pgtest.Engine) {
 	killA()
 	dbA.Close() // A is gone
 
-	b.Start(ctx)
+	go b.Run(ctx)
 	// B polls all along; the lease (timeout + grace = 70 s) holds it off.
 	if in := mustGet(t, b, id); in.State != Running || !in.LeaseUntil.Equal(t0.Add(70*time.Second)) {
 		t.Fatalf("while A holds it: %+v", in)
@@ -249,9 +249,9 @@ func TestStoppedReplicaGivesJobBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a.Start(actx)
+			go a.Run(actx)
 			<-started
-			b.Start(context.Background())
+			go b.Run(context.Background())
 			stopA()
 			a.Close()
 			select {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/store"
@@ -255,7 +256,7 @@ func (r *Runner) RunDue(ctx context.Context) (int, error) {
 }
 
 // Purge deletes done jobs finished more than Config.KeepDone ago and
-// returns how many. Start calls it hourly.
+// returns how many. Run calls it hourly.
 func (r *Runner) Purge(ctx context.Context) (int, error) {
 	n, err := purgeDone(ctx, r.db, r.clk.Now().Add(-r.cfg.KeepDone))
 	if err != nil {
@@ -264,28 +265,36 @@ func (r *Runner) Purge(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// Start runs Config.Workers jobs at a time in the background until ctx
-// ends or Close is called. Workers wake on Enqueue (or Wake) and otherwise
-// look for due jobs every PollInterval. Calling Start again does nothing.
-func (r *Runner) Start(ctx context.Context) {
+// Run runs Config.Workers jobs at a time until ctx ends or Close is
+// called, then waits for the attempts in progress (given back, see Close)
+// and returns nil. Workers wake on Enqueue (or Wake) and otherwise look for
+// due jobs every PollInterval. With no workers (Config.Workers negative),
+// after Close, or while another Run runs, it returns at once.
+func (r *Runner) Run(ctx context.Context) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.started {
-		return
-	}
 	select {
 	case <-r.closing:
-		return
+		r.mu.Unlock()
+		return nil
 	default:
+	}
+	if r.started || r.cfg.Workers < 0 {
+		r.mu.Unlock()
+		return nil
 	}
 	r.started = true
 	ctx, r.stop = context.WithCancel(ctx)
 	r.wg.Add(1)
-	go r.loop(ctx)
+	r.mu.Unlock()
+	defer r.wg.Done()
+	r.loop(ctx)
+	return nil
 }
 
+// loop claims and runs due jobs until ctx ends, then waits for them.
 func (r *Runner) loop(ctx context.Context) {
-	defer r.wg.Done()
+	var workers sync.WaitGroup
+	defer workers.Wait()
 	sem := make(chan struct{}, r.cfg.Workers)
 	timer := time.NewTimer(r.cfg.PollInterval)
 	defer timer.Stop()
@@ -308,9 +317,9 @@ func (r *Runner) loop(ctx context.Context) {
 			}
 			for _, c := range cs {
 				sem <- struct{}{}
-				r.wg.Add(1)
+				workers.Add(1)
 				go func(c claimed) {
-					defer r.wg.Done()
+					defer workers.Done()
 					r.run(ctx, c)
 					<-sem
 					r.Wake()
@@ -329,7 +338,7 @@ func (r *Runner) loop(ctx context.Context) {
 	}
 }
 
-// Close stops Start's workers: attempts in progress see their context end
+// Close stops Run's workers: attempts in progress see their context end
 // and are given back (queued again without using up an attempt). It waits
 // for them and is safe to call more than once.
 func (r *Runner) Close() error {

@@ -121,10 +121,12 @@ type fixture struct {
 func newFixture(t *testing.T, e pgtest.Engine, cfg Config) *fixture {
 	t.Helper()
 	f := &fixture{t: t, db: e.Open(t), clk: clock.NewFake(t0), logs: &bytes.Buffer{}}
-	f.meter = metering.New(f.db, f.clk.Now)
-	f.runner = jobs.New(f.db, f.clk, slog.New(slog.DiscardHandler), jobs.Config{})
-	t.Cleanup(func() { f.runner.Close() })
+	f.meter = metering.New(f.db, f.clk)
 	var err error
+	if f.runner, err = jobs.New(jobs.Config{}, jobs.Deps{DB: f.db, Clock: f.clk, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.runner.Close() })
 	if f.sealer, err = seal.New(bytes.Repeat([]byte{7}, 32)); err != nil {
 		t.Fatal(err)
 	}

@@ -309,7 +309,7 @@ func New(cfg Config, d Deps) (*Service, error) {
 		d.Logger = slog.Default()
 	}
 	if d.Audit == nil {
-		d.Audit = audit.New(d.DB, d.Clock.Now)
+		d.Audit = audit.New(d.DB, d.Clock)
 	}
 	from, err := platformFrom(cfg.From)
 	if err != nil {

@@ -25,7 +25,10 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := cptest.New(t)
-	s := mcp.New(mcp.Config{API: e.CP.Handler(), Authn: e.CP.Accounts})
+	s, err := mcp.New(mcp.Config{}, mcp.Deps{API: e.CP.Handler(), Authn: e.CP.Accounts})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, rt := range e.CP.Routes() {
 		if rt.Path == mcp.Path {
 			// The assembly mounts the connector: test that one.

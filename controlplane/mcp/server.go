@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -24,23 +25,38 @@ const MaxRequestBody = 64 << 20
 // the tool calls it makes (set by Handler, whatever the client sent).
 const headerRemote = "X-Connector-Remote-Addr"
 
-// Config configures the connector.
+// Config configures the connector; the zero value works.
 type Config struct {
-	// API serves every tool call: the control plane's API handler in
-	// process, or Remote for a control plane elsewhere (required).
-	API http.Handler `json:"-"`
-	// Authn, when set, checks the API key of every HTTP transport request
-	// before any MCP traffic (a bad key is 401 at once). Without it the
-	// transport only requires a bearer key and each tool call's REST
-	// request checks it.
-	Authn api.Authenticator `json:"-"`
 	// Tools are the tools offered (Tools() when nil).
 	Tools []Tool `json:"-"`
 	// Version is the server version the connector reports.
 	Version string `json:"version"`
-	// Logger receives transport errors (discarded when nil); never keys.
-	Logger *slog.Logger `json:"-"`
 }
+
+// Deps are what the connector is built on.
+type Deps struct {
+	// API serves every tool call: the control plane's API handler in
+	// process, or Remote for a control plane elsewhere (required).
+	API http.Handler
+	// Authn, when set, checks the API key of every HTTP transport request
+	// before any MCP traffic (a bad key is 401 at once). Without it the
+	// transport only requires a bearer key and each tool call's REST
+	// request checks it.
+	Authn api.Authenticator
+	// Logger receives transport errors (discarded when nil); never keys.
+	Logger *slog.Logger
+}
+
+// check names what is missing.
+func (d *Deps) check() error {
+	if d.API == nil {
+		return fmt.Errorf("%w: API", ErrNotConfigured)
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("mcp: missing dependencies")
 
 // Provision fills defaults.
 func (c *Config) Provision() {
@@ -50,17 +66,6 @@ func (c *Config) Provision() {
 	if c.Version == "" {
 		c.Version = "1"
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-}
-
-// Validate reports a configuration that cannot work.
-func (c *Config) Validate() error {
-	if c.API == nil {
-		return errors.New("mcp: config: API handler is required")
-	}
-	return nil
 }
 
 // Instructions is what the connector tells an assistant at initialize: the
@@ -77,19 +82,22 @@ const Instructions = "Tools of the hosting platform's workspace. " +
 // by the REST route it names, with the caller's own key.
 type Server struct {
 	cfg   Config
+	d     Deps
 	call  caller
 	http  *sdk.Server
 	calls *prometheus.CounterVec
 }
 
-// New builds the connector. It panics on a configuration without an API
-// handler (a programming error).
-func New(cfg Config) *Server {
+// New builds the connector.
+func New(cfg Config, d Deps) (*Server, error) {
 	cfg.Provision()
-	if err := cfg.Validate(); err != nil {
-		panic(err)
+	if err := d.check(); err != nil {
+		return nil, err
 	}
-	s := &Server{cfg: cfg, call: caller{api: cfg.API},
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, d: d, call: caller{api: d.API},
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "platform_mcp_tool_calls_total",
 			Help: "Assistant connector tool calls by tool and outcome (ok, refused: the API or the connector refused it, failed: the call could not be made).",
@@ -100,7 +108,7 @@ func New(cfg Config) *Server {
 		}
 		return req.Extra.Header.Get("Authorization"), req.Extra.Header.Get(headerRemote)
 	})
-	return s
+	return s, nil
 }
 
 // Collectors are the connector's metrics, for the registry of the process.
@@ -125,7 +133,7 @@ func (s *Server) build(cred credentials) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "platform", Title: "Platform assistant connector", Version: s.cfg.Version},
 		&sdk.ServerOptions{
 			Instructions: Instructions,
-			Logger:       s.cfg.Logger,
+			Logger:       s.d.Logger,
 		})
 	run := func(ctx context.Context, tool string, req *sdk.CallToolRequest, rq Request) (*sdk.CallToolResult, any, error) {
 		authz, remote := cred(req)
@@ -163,7 +171,7 @@ func (s *Server) Handler() http.Handler {
 		Stateless:           true,
 		JSONResponse:        true,
 		MaxRequestBodyBytes: MaxRequestBody,
-		Logger:              s.cfg.Logger,
+		Logger:              s.d.Logger,
 		// The transport takes bearer keys only, never ambient credentials
 		// (cookies), so a DNS-rebound page has nothing to use: the
 		// localhost Host check would only break proxies in front.
@@ -172,7 +180,7 @@ func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.authenticate(r); err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="api"`)
-			api.WriteError(w, r, s.cfg.Logger, api.AsError(err))
+			api.WriteError(w, r, s.d.Logger, api.AsError(err))
 			return
 		}
 		r.Header.Del("Cookie")
@@ -190,10 +198,10 @@ func (s *Server) authenticate(r *http.Request) error {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		return errNoKey
 	}
-	if s.cfg.Authn == nil {
+	if s.d.Authn == nil {
 		return nil
 	}
-	p, err := s.cfg.Authn.Authenticate(r)
+	p, err := s.d.Authn.Authenticate(r)
 	if err != nil {
 		return err
 	}

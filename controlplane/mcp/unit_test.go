@@ -135,7 +135,10 @@ func (s *seen) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // pipes and returns a connected client.
 func session(t *testing.T, api http.Handler, key string) *sdk.ClientSession {
 	t.Helper()
-	s := New(Config{API: api})
+	s, err := New(Config{}, Deps{API: api})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ct, st := sdk.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

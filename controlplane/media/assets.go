@@ -208,32 +208,20 @@ func kindLabel(kind string) string {
 // held+1; on asking for an upload URL or going live want is held, so a
 // workspace still holding assets from a richer plan is refused.
 func planLimit(plan plans.Name, held, want int, kind string) error {
-	limit := plans.Of(plan).MediaAssets
-	if limit == plans.Unlimited || want <= limit {
+	limit := assetLimit(plan)
+	if plans.Allows(limit, want) {
 		return nil
 	}
-	var e *api.Error
 	if limit == 0 {
-		e = api.E(api.KindPaymentRequired, "plan_limit", "the %s plan has no videos or live channels: move to a larger plan to use media", plan)
-	} else {
-		e = api.E(api.KindPaymentRequired, "plan_limit", "the %s plan holds %d videos and live channels and the workspace has %d: delete some or move to a larger plan", plan, limit, held)
+		return plans.LimitError(plan, assetLimit, held, want, "the %s plan has no videos or live channels: move to a larger plan to use media", plan).
+			With("kind", kind)
 	}
-	e = e.With("limit", limit).With("current", held).With("kind", kind)
-	if next := planFor(want); next != "" {
-		e = e.With("required_plan", string(next))
-	}
-	return e
+	return plans.LimitError(plan, assetLimit, held, want,
+		"the %s plan holds %d videos and live channels and the workspace has %d: delete some or move to a larger plan", plan, limit, held).With("kind", kind)
 }
 
-// planFor names the smallest plan holding n assets.
-func planFor(n int) plans.Name {
-	for _, p := range plans.All() {
-		if l := plans.Of(p).MediaAssets; l == plans.Unlimited || l >= n {
-			return p
-		}
-	}
-	return ""
-}
+// assetLimit is how many videos and live channels a plan holds.
+func assetLimit(p plans.Name) int { return plans.Of(p).MediaAssets }
 
 // load returns an asset of the caller's workspace after checking op
 // against its project (404 for another workspace's).

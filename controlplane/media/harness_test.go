@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/projects"
@@ -43,6 +45,8 @@ type env struct {
 	audit    *audit.Log
 	sealer   *seal.Sealer
 	svc      *Service
+	stop     func() // ends the service's Run and waits for it
+	jobs     *jobs.Runner
 	srv      *httptest.Server
 	owner    *auth.Principal
 	project  string
@@ -67,27 +71,33 @@ func newEnvWith(t *testing.T, plan plans.Name, cfg Config, box sandbox.Sandbox) 
 	}
 	t.Cleanup(func() { e.db.Close() })
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e.audit = audit.New(e.db, e.clock.Now)
-	e.meter = metering.New(e.db, e.clock.Now)
-	if e.accounts, err = accounts.New(ctx, e.db, e.clock, e.audit, logger); err != nil {
+	e.audit = audit.New(e.db, e.clock)
+	e.meter = metering.New(e.db, e.clock)
+	if e.accounts, err = accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: e.db, Clock: e.clock, Audit: e.audit, Logger: logger}); err != nil {
 		t.Fatal(err)
 	}
 	e.accounts.SetHashParams(passhash.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32})
 	if e.sealer, err = seal.LoadOrCreate(filepath.Join(e.dir, "seal.key")); err != nil {
 		t.Fatal(err)
 	}
-	e.projects = projects.New(projects.Config{AppsDomain: "apps.test"}, e.db, e.clock, e.audit, e.meter, e.sealer)
+	if e.projects, err = projects.New(projects.Config{AppsDomain: "apps.test"}, projects.Deps{DB: e.db, Clock: e.clock, Audit: e.audit, Meter: e.meter, Sealer: e.sealer}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.accounts.EnsureBootstrap(ctx, accounts.BootstrapConfig{WorkspaceName: "Test", OwnerEmail: "owner@example.com", Plan: plan, Key: ownerKey}); err != nil {
 		t.Fatal(err)
 	}
 	e.owner = e.principal(ownerKey)
 	e.project = e.newProject("app")
+	if e.jobs, err = jobs.New(jobs.Config{}, jobs.Deps{DB: e.db, Clock: e.clock}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.jobs.Close() })
 	e.start()
 	return e
 }
 
-// start builds the service and its server (the listener first, so the
-// configuration can name the server's own URL).
+// start builds the service, runs it and serves it (the listener first, so
+// the configuration can name the server's own URL).
 func (e *env) start() {
 	e.t.Helper()
 	ln := httptest.NewUnstartedServer(nil)
@@ -105,8 +115,8 @@ func (e *env) start() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	e.projects.SetLogger(logger)
-	svc, err := New(context.Background(), cfg, Deps{DB: e.db, Clock: e.clock, Audit: e.audit, Meter: e.meter,
-		Projects: e.projects, Plans: e.accounts, Sealer: e.sealer, Logger: logger, Sandbox: e.sandbox})
+	svc, err := New(cfg, Deps{DB: e.db, Clock: e.clock, Audit: e.audit, Meter: e.meter,
+		Projects: e.projects, Plans: e.accounts, Sealer: e.sealer, Jobs: e.jobs, Logger: logger, Sandbox: e.sandbox})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -120,9 +130,19 @@ func (e *env) start() {
 	), api.MountOptions{Authn: e.accounts, Log: logger})
 	ln.Config.Handler = mux
 	ln.Start()
-	e.svc, e.srv = svc, ln
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- svc.Run(ctx) }()
+	stop := sync.OnceFunc(func() {
+		cancel()
+		if err := <-ran; err != nil {
+			e.t.Error(err)
+		}
+	})
+	e.svc, e.stop, e.srv = svc, stop, ln
 	e.t.Cleanup(func() {
 		ln.Close()
+		stop()
 		svc.Close()
 	})
 }

@@ -38,6 +38,7 @@ func TestPoolProcessesAndRestartResumes(t *testing.T) {
 
 	// Stop the service with a video left processing (as a crash would):
 	// the next start resumes it.
+	e.stop()
 	e.svc.Close()
 	e.srv.Close()
 	e.cfg.NoWorkers = true
@@ -46,6 +47,7 @@ func TestPoolProcessesAndRestartResumes(t *testing.T) {
 	if r := e.upload(up2, "file", src); r.status != 201 {
 		t.Fatal(r.status)
 	}
+	e.stop()
 	e.svc.Close()
 	e.srv.Close()
 	e.cfg.NoWorkers = false

@@ -7,34 +7,41 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/media/transcode"
 	"github.com/svcplatform/platform/controlplane/metering"
 )
 
-// startPool starts the feeder and cfg.Workers workers. The feeder hands
-// out every video in processing (those left by a previous run too) when
-// woken and every RescanEvery.
-func (s *Service) startPool() {
-	s.wg.Add(1 + s.cfg.Workers)
-	go s.feed()
+// Run runs the processing pool until ctx ends: cfg.Workers workers fed
+// every video in processing (those left by a previous run too) when woken
+// and every RescanEvery. With Config.NoWorkers it runs nothing (a job
+// runner or the tests call Process). A video interrupted by ctx's end
+// resumes at the next Run.
+func (s *Service) Run(ctx context.Context) error {
+	if s.cfg.NoWorkers {
+		return nil
+	}
+	var wg sync.WaitGroup
 	for range s.cfg.Workers {
-		go func() {
-			defer s.wg.Done()
+		wg.Go(func() {
 			for {
 				select {
-				case <-s.ctx.Done():
+				case <-ctx.Done():
 					return
 				case id := <-s.queue:
-					if err := s.Process(s.ctx, id); err != nil && s.ctx.Err() == nil {
+					if err := s.Process(ctx, id); err != nil && ctx.Err() == nil {
 						s.d.Logger.Error("media: process", "asset", id, "err", err)
 					}
 				}
 			}
-		}()
+		})
 	}
 	s.wake()
+	s.feed(ctx)
+	wg.Wait()
+	return nil
 }
 
 // wake makes the feeder look for work now.
@@ -45,20 +52,21 @@ func (s *Service) wake() {
 	}
 }
 
-func (s *Service) feed() {
-	defer s.wg.Done()
+// feed hands the pool every video in processing not being processed, when
+// woken and every RescanEvery, until ctx ends.
+func (s *Service) feed(ctx context.Context) {
 	t := time.NewTicker(s.cfg.RescanEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-s.kick:
 		case <-t.C:
 		}
-		rs, err := queryRecords(s.ctx, s.d.DB, `status = ? AND kind = ? ORDER BY uploaded_at, id`, StatusProcessing, KindVideo)
+		rs, err := queryRecords(ctx, s.d.DB, `status = ? AND kind = ? ORDER BY uploaded_at, id`, StatusProcessing, KindVideo)
 		if err != nil {
-			if s.ctx.Err() == nil {
+			if ctx.Err() == nil {
 				s.d.Logger.Error("media: scan", "err", err)
 			}
 			continue
@@ -72,7 +80,7 @@ func (s *Service) feed() {
 			}
 			select {
 			case s.queue <- r.ID:
-			case <-s.ctx.Done():
+			case <-ctx.Done():
 				return
 			}
 		}

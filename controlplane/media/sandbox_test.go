@@ -157,7 +157,7 @@ func TestProcessInSandbox(t *testing.T) {
 // TestSandboxNeedsWorkDir: a sandbox without a work directory is a
 // configuration error, not a silent fallback to the data directory.
 func TestSandboxNeedsWorkDir(t *testing.T) {
-	_, err := New(context.Background(), Config{Dir: t.TempDir(), PublicBaseURL: "http://x", NoWorkers: true},
+	_, err := New(Config{Dir: t.TempDir(), PublicBaseURL: "http://x", NoWorkers: true},
 		Deps{Sandbox: &sandbox.Bwrap{}})
 	if err == nil || !strings.Contains(err.Error(), "WorkDir") {
 		t.Fatalf("New = %v, want the missing work directory named", err)

@@ -13,12 +13,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/media/transcode"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/plans"
@@ -69,7 +71,8 @@ type Config struct {
 	// RescanEvery is how often workers look for processing videos besides
 	// being woken by an upload (30 s when 0).
 	RescanEvery time.Duration `json:"rescanEvery"`
-	// NoWorkers starts no pool: a job runner calls Process (tests, too).
+	// NoWorkers makes Run run no pool: a job runner calls Process (tests,
+	// too).
 	NoWorkers bool `json:"noWorkers"`
 	// WorkDir is where videos are processed when Deps.Sandbox isolates:
 	// one directory per job holding a link to its source and the output,
@@ -148,6 +151,8 @@ type Deps struct {
 	Plans Plans
 	// Sealer seals live stream keys so developers can read them back.
 	Sealer *seal.Sealer
+	// Jobs records stored bytes daily (JobRecordStorage).
+	Jobs jobs.Queue
 	// Logger receives what goes wrong in the background.
 	Logger *slog.Logger
 	// Sandbox runs ffprobe and ffmpeg (see JobSandbox): unprivileged, no
@@ -165,11 +170,8 @@ type Service struct {
 	toolsErr error
 	live     *liveServer
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	kick   chan struct{}
-	queue  chan string
-	wg     sync.WaitGroup
+	kick  chan struct{}
+	queue chan string
 
 	// removeAll removes a directory tree (os.RemoveAll; tests make it fail).
 	removeAll func(string) error
@@ -185,9 +187,33 @@ type Service struct {
 	closeOnce sync.Once
 }
 
-// New builds the area, creating its directory, and (unless cfg.NoWorkers)
-// starts the processing pool, which resumes videos left processing.
-func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
+// check names what is missing.
+func (d *Deps) check() error {
+	var missing []string
+	for name, ok := range map[string]bool{"DB": d.DB != nil, "Projects": d.Projects != nil, "Plans": d.Plans != nil, "Jobs": d.Jobs != nil} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("%w: %s", ErrNotConfigured, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("media: missing dependencies")
+
+// JobRecordStorage records the bytes media assets store (RecordStorage),
+// once a day.
+const JobRecordStorage = "media.storage"
+
+// New builds the area, creating its directories, registers the daily
+// storage record on d.Jobs and starts the live server when cfg.Live is set
+// (nginx binds the ingest address that `platform serve` hands over while
+// the control plane is built). The processing pool runs in Run.
+func New(cfg Config, d Deps) (*Service, error) {
 	cfg.Provision()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -195,8 +221,14 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	if sandboxed(d.Sandbox) && cfg.WorkDir == "" {
 		return nil, errors.New("media: processing in a sandbox needs a work directory (Config.WorkDir) outside the data directory")
 	}
-	if d.DB == nil || d.Clock == nil || d.Audit == nil || d.Projects == nil || d.Plans == nil {
-		return nil, errors.New("media: missing dependencies")
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	if d.Clock == nil {
+		d.Clock = clock.System{}
+	}
+	if d.Audit == nil {
+		d.Audit = audit.New(d.DB, d.Clock)
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
@@ -215,28 +247,24 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	s := &Service{cfg: cfg, d: d, kick: make(chan struct{}, 1), queue: make(chan string), removeAll: os.RemoveAll,
 		running: map[string]*running{}, receiving: map[string]bool{}}
 	s.tools, s.toolsErr = transcode.Find()
-	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if cfg.Live != nil {
 		ls, err := newLiveServer(s, *cfg.Live)
 		if err != nil {
-			s.cancel()
 			return nil, err
 		}
 		s.live = ls
 	}
-	if !cfg.NoWorkers {
-		s.startPool()
-	}
+	d.Jobs.Register(JobRecordStorage, func(ctx context.Context, _ jobs.Job) error { _, err := s.RecordStorage(ctx); return err },
+		jobs.KindOptions{MaxAttempts: 5, Backoff: []time.Duration{time.Minute, 10 * time.Minute, time.Hour}})
+	d.Jobs.Every(JobRecordStorage, 24*time.Hour)
 	return s, nil
 }
 
-// Close stops the pool (interrupted videos resume at the next start) and
-// the live server.
+// Close stops the live server. Call it after Run has returned (videos it
+// interrupted resume at the next Run).
 func (s *Service) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
-		s.cancel()
-		s.wg.Wait()
 		if s.live != nil {
 			err = s.live.close()
 		}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/store"
 )
 
@@ -21,7 +22,7 @@ import (
 // added since the last flush.
 type Aggregator struct {
 	rec BatchRecorder
-	now func() time.Time
+	clk clock.Clock
 
 	mu   sync.Mutex
 	sums map[aggKey]aggSum
@@ -46,13 +47,13 @@ type batch struct {
 	events []Event
 }
 
-// NewAggregator returns an aggregator writing through rec; now stamps
-// events added with a zero time (time.Now when nil).
-func NewAggregator(rec BatchRecorder, now func() time.Time) *Aggregator {
-	if now == nil {
-		now = time.Now
+// NewAggregator returns an aggregator writing through rec; clk stamps
+// events added with a zero time (clock.System when nil).
+func NewAggregator(rec BatchRecorder, clk clock.Clock) *Aggregator {
+	if clk == nil {
+		clk = clock.System{}
 	}
-	return &Aggregator{rec: rec, now: now, sums: map[aggKey]aggSum{}}
+	return &Aggregator{rec: rec, clk: clk, sums: map[aggKey]aggSum{}}
 }
 
 // Add counts quantity of metric for workspace and project at time at (zero
@@ -62,7 +63,7 @@ func (a *Aggregator) Add(workspace, project string, metric Metric, quantity floa
 		return
 	}
 	if at.IsZero() {
-		at = a.now()
+		at = a.clk.Now()
 	}
 	k := aggKey{workspace: workspace, project: project, metric: metric, day: unixDay(at)}
 	a.mu.Lock()

@@ -12,8 +12,8 @@ import (
 
 // Counting on a hot path must not allocate once its key was seen.
 func TestHotPathAllocs(t *testing.T) {
-	a := metering.NewAggregator(nil, time.Now)
-	k := metering.NewKeyCalls(metering.New(nil, time.Now))
+	a := metering.NewAggregator(nil, nil)
+	k := metering.NewKeyCalls(metering.New(nil, nil), 0, nil)
 	p := &auth.Principal{WorkspaceID: "ws", KeyID: "key_1", ProjectID: "prj"}
 	at := time.Now()
 	tests := []struct {

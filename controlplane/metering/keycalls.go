@@ -2,11 +2,11 @@ package metering
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
+	"log/slog"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/clock"
 )
 
 // DefaultKeyCallsFlush is how often counted API-key calls are written.
@@ -15,31 +15,34 @@ const DefaultKeyCallsFlush = 10 * time.Second
 // KeyCalls counts API-key calls (metric api_key_calls) in memory and writes
 // them as one usage event per workspace, project and UTC day per flush, so
 // counting costs a map increment on the request path, not a database
-// write. Calls are written every flush interval and at Close; a flush that
-// fails is retried with the same batch id, so nothing is counted twice.
+// write. Run writes them every flush interval, Close at the end; a flush
+// that fails is retried with the same batch id, so nothing is counted
+// twice.
 type KeyCalls struct {
-	agg *Aggregator
-
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
-	started atomic.Bool
+	agg   *Aggregator
+	every time.Duration
+	log   *slog.Logger
 }
 
-// NewKeyCalls returns a counter writing through rec. rec should also be a
+// NewKeyCalls returns a counter writing through rec every interval while
+// Run runs (DefaultKeyCallsFlush when not positive), with failed flushes
+// logged to log (slog.Default when nil). rec should also be a
 // BatchRecorder (the Meter is) for flushes retried without double
 // counting; a plain Recorder gets one Record per event. When rec has a
 // Now method (the Meter does) calls are stamped by it.
-func NewKeyCalls(rec Recorder) *KeyCalls {
-	now := time.Now
-	if c, ok := rec.(interface{ Now() time.Time }); ok {
-		now = c.Now
-	}
+func NewKeyCalls(rec Recorder, every time.Duration, log *slog.Logger) *KeyCalls {
+	clk, _ := rec.(clock.Clock)
 	br, ok := rec.(BatchRecorder)
 	if !ok {
 		br = eachRecorder{rec}
 	}
-	return &KeyCalls{agg: NewAggregator(br, now), stop: make(chan struct{}), done: make(chan struct{})}
+	if every <= 0 {
+		every = DefaultKeyCallsFlush
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &KeyCalls{agg: NewAggregator(br, clk), every: every, log: log}
 }
 
 // eachRecorder writes a batch event by event (for a Recorder that cannot
@@ -73,33 +76,22 @@ func (k *KeyCalls) KeyCall(p *auth.Principal) {
 // written by the next flush, under the same id.
 func (k *KeyCalls) Flush(ctx context.Context) error { return k.agg.Flush(ctx) }
 
-// Run flushes every interval until Close; errors go to onErr.
-func (k *KeyCalls) Run(every time.Duration, onErr func(error)) {
-	if !k.started.CompareAndSwap(false, true) {
-		return
-	}
-	go func() {
-		defer close(k.done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-k.stop:
-				return
-			case <-t.C:
-				if err := k.Flush(context.Background()); err != nil && onErr != nil {
-					onErr(err)
-				}
+// Run writes the counted calls every flush interval until ctx ends; a
+// failed flush is logged and retried by the next. Close writes the rest.
+func (k *KeyCalls) Run(ctx context.Context) error {
+	t := time.NewTicker(k.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := k.Flush(ctx); err != nil && ctx.Err() == nil {
+				k.log.Warn("metering: api key calls", "err", err)
 			}
 		}
-	}()
+	}
 }
 
-// Close stops Run (when it was started) and writes what is counted.
-func (k *KeyCalls) Close() error {
-	k.once.Do(func() { close(k.stop) })
-	if k.started.Load() {
-		<-k.done
-	}
-	return k.Flush(context.Background())
-}
+// Close writes what is counted. Call it after Run has returned.
+func (k *KeyCalls) Close() error { return k.Flush(context.Background()) }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/store"
 )
 
@@ -82,7 +83,7 @@ const BatchRetention = 7 * 24 * time.Hour
 // Meter records events in the metadata database.
 type Meter struct {
 	db  *store.DB
-	now func() time.Time
+	clk clock.Clock
 }
 
 var (
@@ -90,11 +91,17 @@ var (
 	_ BatchRecorder = (*Meter)(nil)
 )
 
-// New returns a Meter over db.
-func New(db *store.DB, now func() time.Time) *Meter { return &Meter{db: db, now: now} }
+// New returns a Meter over db, stamping events by clk (clock.System when
+// nil).
+func New(db *store.DB, clk clock.Clock) *Meter {
+	if clk == nil {
+		clk = clock.System{}
+	}
+	return &Meter{db: db, clk: clk}
+}
 
 // Now is the meter's clock.
-func (m *Meter) Now() time.Time { return m.now() }
+func (m *Meter) Now() time.Time { return m.clk.Now() }
 
 // Record stores e. A zero quantity is not stored.
 func (m *Meter) Record(ctx context.Context, e Event) error {
@@ -113,7 +120,7 @@ func (m *Meter) Record(ctx context.Context, e Event) error {
 func (m *Meter) insert(ctx context.Context, q store.Querier, e Event) error {
 	at := e.At
 	if at.IsZero() {
-		at = m.now()
+		at = m.clk.Now()
 	}
 	_, err := q.ExecContext(ctx, `INSERT INTO usage_events(workspace_id, project_id, metric, quantity, at, day) VALUES (?,?,?,?,?,?)`,
 		e.Workspace, e.Project, string(e.Metric), e.Quantity, store.FormatTime(at), DayOf(at))
@@ -134,7 +141,7 @@ func (m *Meter) RecordBatch(ctx context.Context, id string, events []Event) erro
 			return ErrInvalidEvent
 		}
 	}
-	now := m.now()
+	now := m.clk.Now()
 	err := m.db.Tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO usage_batches(id, events, at) VALUES (?,?,?) ON CONFLICT(id) DO NOTHING`,
 			id, len(events), store.FormatTime(now))

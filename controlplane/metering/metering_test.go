@@ -29,7 +29,7 @@ func open(t *testing.T, e pgtest.Engine) (*metering.Meter, *clock.Fake, *store.D
 	t.Helper()
 	db := e.Open(t)
 	clk := clock.NewFake(t0)
-	return metering.New(db, clk.Now), clk, db
+	return metering.New(db, clk), clk, db
 }
 
 func total(t *testing.T, m *metering.Meter, ws, project string, metric metering.Metric) float64 {
@@ -130,7 +130,7 @@ func testAggregatorFlushRetryCountsOnce(t *testing.T, e pgtest.Engine) {
 	ctx := context.Background()
 	m, _, _ := open(t, e)
 	l := &lossy{rec: m, fails: 2}
-	a := metering.NewAggregator(l, m.Now)
+	a := metering.NewAggregator(l, m)
 	for range 5 {
 		a.Add("ws", "prj", metering.DatabaseQueries, 1, time.Time{})
 	}
@@ -157,7 +157,7 @@ func TestAggregatorDays(t *testing.T) { eachEngine(t, testAggregatorDays) }
 func testAggregatorDays(t *testing.T, e pgtest.Engine) {
 	ctx := context.Background()
 	m, _, _ := open(t, e)
-	a := metering.NewAggregator(m, m.Now)
+	a := metering.NewAggregator(m, m)
 	last := time.Date(2026, 10, 31, 23, 59, 59, 0, time.UTC)
 	a.Add("ws", "", metering.RowsRead, 3, last)
 	a.Add("ws", "", metering.RowsRead, 4, last.Add(-time.Hour))
@@ -190,7 +190,7 @@ func TestKeyCalls(t *testing.T) { eachEngine(t, testKeyCalls) }
 func testKeyCalls(t *testing.T, e pgtest.Engine) {
 	ctx := context.Background()
 	m, _, _ := open(t, e)
-	k := metering.NewKeyCalls(m)
+	k := metering.NewKeyCalls(m, 0, nil)
 	key := &auth.Principal{WorkspaceID: "ws", KeyID: "key_1"}
 	projectKey := &auth.Principal{WorkspaceID: "ws", KeyID: "key_2", ProjectID: "prj"}
 	session := &auth.Principal{WorkspaceID: "ws", MemberID: "mem", Session: true}
@@ -201,6 +201,12 @@ func testKeyCalls(t *testing.T, e pgtest.Engine) {
 		t.Fatal(err)
 	}
 	k.KeyCall(key)
+	// Run stops when its context ends; Close writes what it left.
+	stopped, stop := context.WithCancel(ctx)
+	stop()
+	if err := k.Run(stopped); err != nil {
+		t.Fatal(err)
+	}
 	if err := k.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +237,7 @@ func TestKeyCallsPlainRecorderRetries(t *testing.T) { eachEngine(t, testKeyCalls
 func testKeyCallsPlainRecorderRetries(t *testing.T, e pgtest.Engine) {
 	ctx := context.Background()
 	m, _, _ := open(t, e)
-	k := metering.NewKeyCalls(&failing{rec: m, n: 1})
+	k := metering.NewKeyCalls(&failing{rec: m, n: 1}, 0, nil)
 	k.KeyCall(&auth.Principal{WorkspaceID: "ws", KeyID: "k"})
 	k.KeyCall(&auth.Principal{WorkspaceID: "ws", KeyID: "k", ProjectID: "p"})
 	if err := k.Flush(ctx); err == nil {
@@ -246,7 +252,7 @@ func testKeyCallsPlainRecorderRetries(t *testing.T, e pgtest.Engine) {
 }
 
 func BenchmarkAggregatorAdd(b *testing.B) {
-	a := metering.NewAggregator(nil, time.Now)
+	a := metering.NewAggregator(nil, nil)
 	at := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -255,7 +261,7 @@ func BenchmarkAggregatorAdd(b *testing.B) {
 }
 
 func BenchmarkKeyCall(b *testing.B) {
-	k := metering.NewKeyCalls(metering.New(nil, time.Now))
+	k := metering.NewKeyCalls(metering.New(nil, nil), 0, nil)
 	p := &auth.Principal{WorkspaceID: "ws_0123456789", KeyID: "key_1"}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -32,7 +32,8 @@ func (s *Service) Enable(ctx context.Context, pr *auth.Principal, projectID stri
 	if _, err := s.d.Projects.Writable(ctx, pr.WorkspaceID, projectID); err != nil {
 		return Account{}, err
 	}
-	limit := plans.Of(s.d.Plans.Plan(ctx, pr.WorkspaceID)).PaymentAccounts
+	plan := s.d.Plans.Plan(ctx, pr.WorkspaceID)
+	limit := accountLimit(plan)
 	now := s.now()
 	var id string
 	err := s.d.DB.Tx(ctx, func(tx *sql.Tx) error {
@@ -54,8 +55,9 @@ func (s *Service) Enable(ctx context.Context, pr *auth.Principal, projectID stri
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM payment_accounts WHERE workspace_id = ?`, pr.WorkspaceID).Scan(&n); err != nil {
 			return fmt.Errorf("payments: count accounts: %w", err)
 		}
-		if limit != plans.Unlimited && n >= limit {
-			return planLimit(s.d.Plans.Plan(ctx, pr.WorkspaceID), limit, n)
+		if !plans.Allows(limit, n+1) {
+			return plans.LimitError(plan, accountLimit, n, n+1,
+				"the %s plan allows %d payment account(s) and this workspace has %d: upgrade to enable payments on another project", plan, limit, n)
 		}
 		id = store.NewID("pa")
 		_, err = tx.ExecContext(ctx, `INSERT INTO payment_accounts(id, workspace_id, project_id, status, processor, livemode, created_at, updated_at)
@@ -72,16 +74,8 @@ func (s *Service) Enable(ctx context.Context, pr *auth.Principal, projectID stri
 	return getAccount(ctx, s.d.DB, `id = ?`, id)
 }
 
-func planLimit(plan plans.Name, limit, current int) error {
-	e := api.E(api.KindPaymentRequired, "plan_limit", "the %s plan allows %d payment account(s) and this workspace has %d: upgrade to enable payments on another project", plan, limit, current).
-		With("limit", limit).With("current", current)
-	for _, p := range plans.All() {
-		if l := plans.Of(p).PaymentAccounts; l == plans.Unlimited || l > current {
-			return e.With("required_plan", string(p))
-		}
-	}
-	return e
-}
+// accountLimit is how many payment accounts a plan allows.
+func accountLimit(p plans.Name) int { return plans.Of(p).PaymentAccounts }
 
 func isNotFound(err error) bool {
 	var e *api.Error

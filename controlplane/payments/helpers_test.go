@@ -22,6 +22,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/projects"
@@ -37,36 +38,51 @@ const ownerKey = "test-owner-key-0123456789abcdef"
 type fakeJobs struct {
 	mu          sync.Mutex
 	kind        string
-	handler     JobHandler
+	handler     jobs.Handler
 	maxAttempts int
 	backoff     []time.Duration
 	enqueued    []string
 	// others are the handlers of the other kinds (the processor sync).
-	others map[string]JobHandler
+	others map[string]jobs.Handler
+	// every is the interval of each periodic kind.
+	every map[string]time.Duration
 }
 
-func (f *fakeJobs) Register(kind string, h JobHandler, maxAttempts int, backoff []time.Duration, _ time.Duration) {
+var _ jobs.Queue = (*fakeJobs)(nil)
+
+func (f *fakeJobs) Register(kind string, h jobs.Handler, o jobs.KindOptions) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if kind != JobWebhook {
 		if f.others == nil {
-			f.others = map[string]JobHandler{}
+			f.others = map[string]jobs.Handler{}
 		}
 		f.others[kind] = h
 		return
 	}
-	f.kind, f.handler, f.maxAttempts, f.backoff = kind, h, maxAttempts, backoff
+	f.kind, f.handler, f.maxAttempts, f.backoff = kind, h, o.MaxAttempts, o.Backoff
 }
 
-func (f *fakeJobs) Enqueue(_ context.Context, q store.Querier, kind string, payload any, key string) (string, error) {
+func (f *fakeJobs) Every(kind string, interval time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.every == nil {
+		f.every = map[string]time.Duration{}
+	}
+	f.every[kind] = interval
+}
+
+func (f *fakeJobs) Enqueue(_ context.Context, q store.Querier, kind string, payload any, o jobs.EnqueueOptions) (string, error) {
 	if q == nil {
 		return "", errors.New("fake jobs: expected the caller's transaction")
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.enqueued = append(f.enqueued, key)
-	return "job_" + key, nil
+	f.enqueued = append(f.enqueued, o.Key)
+	return "job_" + o.Key, nil
 }
+
+func (f *fakeJobs) Wake() {}
 
 type fakeEmail struct{ verified bool }
 
@@ -131,8 +147,8 @@ func newEnv(t *testing.T, opts ...envOptions) *env {
 	}
 	clk := clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC))
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	al := audit.New(db, clk.Now)
-	acc, err := accounts.New(ctx, db, clk, al, log)
+	al := audit.New(db, clk)
+	acc, err := accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: db, Clock: clk, Audit: al, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +161,11 @@ func newEnv(t *testing.T, opts ...envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	meter := metering.New(db, clk.Now)
-	prj := projects.New(projects.Config{AppsDomain: "apps.test"}, db, clk, al, meter, sealer)
+	meter := metering.New(db, clk)
+	prj, err := projects.New(projects.Config{AppsDomain: "apps.test"}, projects.Deps{DB: db, Clock: clk, Audit: al, Meter: meter, Sealer: sealer})
+	if err != nil {
+		t.Fatal(err)
+	}
 	e := &env{t: t, db: db, clk: clk, acc: acc, prj: prj, jobs: &fakeJobs{}, email: &fakeEmail{}, boot: boot}
 	mux := http.NewServeMux()
 	e.srv = httptest.NewServer(mux)
@@ -160,7 +179,7 @@ func newEnv(t *testing.T, opts ...envOptions) *env {
 	if o.deps != nil {
 		o.deps(&deps)
 	}
-	e.svc, err = New(ctx, cfg, deps)
+	e.svc, err = New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/payments/processor"
 	"github.com/svcplatform/platform/controlplane/plans"
@@ -116,20 +118,6 @@ type Email interface {
 	OwnerEmailVerified(ctx context.Context, workspace string) (bool, error)
 }
 
-// JobHandler runs one job: nil is done, an error retries it.
-type JobHandler func(ctx context.Context, payload []byte, attempt int) error
-
-// Jobs is the durable job queue the area's webhook deliveries run on.
-type Jobs interface {
-	// Register installs the handler of a kind with its retry schedule:
-	// at most maxAttempts runs, backoff[i] before run i+2 (the last
-	// repeats), each run bounded by timeout.
-	Register(kind string, h JobHandler, maxAttempts int, backoff []time.Duration, timeout time.Duration)
-	// Enqueue adds a job in q's transaction (nil: its own); a second
-	// enqueue of the same kind and key is a no-op.
-	Enqueue(ctx context.Context, q store.Querier, kind string, payload any, key string) (string, error)
-}
-
 // Deps are the core services the area is built on.
 type Deps struct {
 	DB     *store.DB
@@ -143,8 +131,9 @@ type Deps struct {
 	Plans Plans
 	// Email gates live links on the owner's verified e-mail.
 	Email Email
-	// Jobs runs webhook deliveries durably.
-	Jobs Jobs
+	// Jobs runs webhook deliveries durably, and the sync with the
+	// processor every SyncEvery.
+	Jobs jobs.Queue
 	// HTTPClient sends webhooks; its dialer must refuse private networks
 	// unless they are allowed (netguard.Dialer). Redirects are never
 	// followed and each delivery has 5 seconds, whatever it sets.
@@ -167,18 +156,44 @@ type Service struct {
 	client *http.Client
 }
 
+// check names what is missing.
+func (d *Deps) check() error {
+	var missing []string
+	for name, ok := range map[string]bool{"DB": d.DB != nil, "Meter": d.Meter != nil, "Sealer": d.Sealer != nil, "Projects": d.Projects != nil,
+		"Plans": d.Plans != nil, "Email": d.Email != nil, "Jobs": d.Jobs != nil,
+		// Webhooks need a client whose dialer guards private networks and
+		// the URL check (netguard).
+		"HTTPClient": d.HTTPClient != nil, "CheckURL": d.CheckURL != nil} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("%w: %s", ErrNotConfigured, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("payments: missing dependencies")
+
 // New builds the service and registers its jobs: webhook deliveries and
-// the periodic sync with the processor (JobSync, scheduled by the assembly).
-func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
+// the sync with the processor every SyncEvery. It starts nothing: the job
+// runner runs them.
+func New(cfg Config, d Deps) (*Service, error) {
 	cfg.Provision()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if d.DB == nil || d.Clock == nil || d.Audit == nil || d.Meter == nil || d.Sealer == nil || d.Projects == nil || d.Plans == nil || d.Email == nil || d.Jobs == nil {
-		return nil, errors.New("payments: missing a dependency (DB, Clock, Audit, Meter, Sealer, Projects, Plans, Email and Jobs are required)")
+	if err := d.check(); err != nil {
+		return nil, err
 	}
-	if d.HTTPClient == nil || d.CheckURL == nil {
-		return nil, errors.New("payments: webhooks need an HTTP client with a guarded dialer and CheckURL (netguard)")
+	if d.Clock == nil {
+		d.Clock = clock.System{}
+	}
+	if d.Audit == nil {
+		d.Audit = audit.New(d.DB, d.Clock)
 	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
@@ -197,8 +212,10 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	c.Timeout = DeliveryTimeout
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	s.client = &c
-	d.Jobs.Register(JobWebhook, s.runDeliveryJob, MaxDeliveryAttempts, DeliverySchedule, DeliveryTimeout+5*time.Second)
-	d.Jobs.Register(JobSync, s.runSyncJob, 3, []time.Duration{time.Minute, 5 * time.Minute}, 5*time.Minute)
+	d.Jobs.Register(JobWebhook, s.runDeliveryJob, jobs.KindOptions{MaxAttempts: MaxDeliveryAttempts, Backoff: DeliverySchedule,
+		Timeout: DeliveryTimeout + 5*time.Second})
+	d.Jobs.Register(JobSync, s.runSyncJob, jobs.KindOptions{MaxAttempts: 3, Backoff: []time.Duration{time.Minute, 5 * time.Minute}, Timeout: 5 * time.Minute})
+	d.Jobs.Every(JobSync, SyncEvery)
 	return s, nil
 }
 

@@ -6,16 +6,17 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/store"
 )
 
-// JobSync is the job kind of the periodic sync with the processor; the
-// assembly schedules it with Every(JobSync, SyncEvery).
+// JobSync is the job kind of the periodic sync with the processor, every
+// SyncEvery.
 const JobSync = "payments.sync"
 
 // Sync limits.
 const (
-	// SyncEvery is how often the assembly should run JobSync.
+	// SyncEvery is how often JobSync runs.
 	SyncEvery = 10 * time.Minute
 	// DisputeWindow is how long after a sale a buyer can still open a
 	// dispute (card networks allow 120 days): payments younger than this
@@ -42,7 +43,7 @@ type SyncReport struct {
 
 // runSyncJob is JobSync's handler: an error retries the whole sync, which
 // is idempotent.
-func (s *Service) runSyncJob(ctx context.Context, _ []byte, _ int) error {
+func (s *Service) runSyncJob(ctx context.Context, _ jobs.Job) error {
 	r, err := s.Sync(ctx)
 	if r.Confirmed+r.Disputes > 0 || err != nil {
 		s.d.Logger.Info("payments: synced with the processor", "processor", s.proc.Name(), "accounts", r.Accounts,

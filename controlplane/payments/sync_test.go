@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/payments/stripemock"
 )
 
@@ -153,13 +154,13 @@ func TestSyncWithStripe(t *testing.T) {
 	st := newStripeState(t)
 	e := newEnv(t, envOptions{config: func(c *Config) { c.Processor, c.StripeKey, c.StripeBaseURL = "stripe", "sk_test_123", st.srv.URL }})
 	sync := e.jobs.others[JobSync]
-	if sync == nil {
-		t.Fatal("sync job not registered")
+	if sync == nil || e.jobs.every[JobSync] != SyncEvery {
+		t.Fatalf("sync job not registered every %v: %v", SyncEvery, e.jobs.every)
 	}
 	ctx := context.Background()
 	run := func() SyncReport {
 		t.Helper()
-		if err := sync(ctx, nil, 1); err != nil {
+		if err := sync(ctx, jobs.Job{Kind: JobSync, Attempt: 1}); err != nil {
 			t.Fatalf("sync job: %v", err)
 		}
 		r, err := e.svc.Sync(ctx) // the report of a second run, for the checks
@@ -177,7 +178,7 @@ func TestSyncWithStripe(t *testing.T) {
 
 	// The buyer pays on Stripe; nobody looks the session up.
 	st.set(func() { st.paid[st.lastSession] = true })
-	if err := sync(ctx, nil, 1); err != nil {
+	if err := sync(ctx, jobs.Job{Kind: JobSync, Attempt: 1}); err != nil {
 		t.Fatal(err)
 	}
 	d := e.detail(project)
@@ -192,7 +193,7 @@ func TestSyncWithStripe(t *testing.T) {
 	// Weeks later the buyer disputes on Stripe.
 	e.clk.Advance(20 * 24 * time.Hour)
 	st.set(func() { st.disputes["pi_"+st.lastSession] = "warning_needs_response" })
-	if err := sync(ctx, nil, 1); err != nil {
+	if err := sync(ctx, jobs.Job{Kind: JobSync, Attempt: 1}); err != nil {
 		t.Fatal(err)
 	}
 	d = e.detail(project)
@@ -207,7 +208,7 @@ func TestSyncWithStripe(t *testing.T) {
 		t.Fatalf("second run changed a dispute: %+v", r)
 	}
 	st.set(func() { st.disputes["pi_"+st.lastSession] = "won" })
-	if err := sync(ctx, nil, 1); err != nil {
+	if err := sync(ctx, jobs.Job{Kind: JobSync, Attempt: 1}); err != nil {
 		t.Fatal(err)
 	}
 	d = e.detail(project)
@@ -225,11 +226,11 @@ func TestSyncWithStripe(t *testing.T) {
 	if r := owner.do("PATCH", "/api/payments/"+account, map[string]any{"action": "refund", "paymentId": p.ID, "amountCents": 500}); r.status != http.StatusBadGateway {
 		t.Fatalf("refund while Stripe is down: %d %s", r.status, r.body)
 	}
-	if err := sync(ctx, nil, 1); err == nil {
+	if err := sync(ctx, jobs.Job{Kind: JobSync, Attempt: 1}); err == nil {
 		t.Fatal("sync with Stripe down reported no error (the job would not retry)")
 	}
 	st.set(func() { st.failRefunds = false })
-	if err := sync(ctx, nil, 1); err != nil {
+	if err := sync(ctx, jobs.Job{Kind: JobSync, Attempt: 1}); err != nil {
 		t.Fatal(err)
 	}
 	var refundStatus string
@@ -249,7 +250,7 @@ func TestSyncWithStripe(t *testing.T) {
 	if w.Withdrawal.Status != WithdrawalPending || w.Withdrawal.AmountCents <= 0 {
 		t.Fatalf("withdrawal %+v", w.Withdrawal)
 	}
-	if err := sync(ctx, nil, 1); err != nil {
+	if err := sync(ctx, jobs.Job{Kind: JobSync, Attempt: 1}); err != nil {
 		t.Fatal(err)
 	}
 	status := func() string {
@@ -267,7 +268,7 @@ func TestSyncWithStripe(t *testing.T) {
 			st.payouts[id] = "paid"
 		}
 	})
-	if err := sync(ctx, nil, 1); err != nil {
+	if err := sync(ctx, jobs.Job{Kind: JobSync, Attempt: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if s := status(); s != WithdrawalCompleted {

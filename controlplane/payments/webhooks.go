@@ -21,6 +21,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/store"
 )
 
@@ -92,7 +93,7 @@ func (s *Service) emit(ctx context.Context, tx *sql.Tx, accountID, typ string, p
 	if hook == "" {
 		return nil
 	}
-	if _, err := s.d.Jobs.Enqueue(ctx, tx, JobWebhook, deliveryJob{Delivery: ev.ID}, ev.ID); err != nil {
+	if _, err := s.d.Jobs.Enqueue(ctx, tx, JobWebhook, deliveryJob{Delivery: ev.ID}, jobs.EnqueueOptions{Key: ev.ID}); err != nil {
 		return fmt.Errorf("payments: enqueue delivery: %w", err)
 	}
 	return nil
@@ -102,10 +103,10 @@ type deliveryJob struct {
 	Delivery string `json:"delivery"`
 }
 
-func (s *Service) runDeliveryJob(ctx context.Context, payload []byte, _ int) error {
+func (s *Service) runDeliveryJob(ctx context.Context, jb jobs.Job) error {
 	var j deliveryJob
-	if err := json.Unmarshal(payload, &j); err != nil || j.Delivery == "" {
-		return fmt.Errorf("payments: delivery job payload %q: %w", payload, err)
+	if err := json.Unmarshal(jb.Payload, &j); err != nil || j.Delivery == "" {
+		return fmt.Errorf("payments: delivery job payload %q: %w", jb.Payload, err)
 	}
 	return s.Deliver(ctx, j.Delivery)
 }

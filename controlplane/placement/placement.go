@@ -216,30 +216,51 @@ type Registry struct {
 	owners  map[string]string // kind/id -> node id
 	nodes   map[string]Node
 	nodesAt time.Time // clock time of the last read of nodes
-
-	stopOnce sync.Once
-	stop     chan struct{}
-	done     chan struct{}
 }
 
-// New registers this node (refusing a node id another live node uses)
-// and starts its heartbeat. Close stops it.
-func New(ctx context.Context, db *store.DB, clk clock.Clock, log *slog.Logger, cfg Config) (*Registry, error) {
+// Deps are what a Registry is built on.
+type Deps struct {
+	// DB holds the nodes and placements tables.
+	DB *store.DB
+	// Clock dates heartbeats (clock.System when nil).
+	Clock clock.Clock
+	// Logger receives failed heartbeats (slog.Default when nil).
+	Logger *slog.Logger
+}
+
+// check names what is missing.
+func (d *Deps) check() error {
+	if d.DB == nil {
+		return fmt.Errorf("%w: DB", ErrNotConfigured)
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("placement: missing dependencies")
+
+// New registers this node in the store (hence ctx), refusing a node id
+// another live node uses. It starts nothing: Run beats its heart.
+func New(ctx context.Context, cfg Config, d Deps) (*Registry, error) {
 	if err := cfg.Provision(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.Default()
+	if err := d.check(); err != nil {
+		return nil, err
 	}
-	r := &Registry{db: db, clk: clk, cfg: cfg, log: log, owners: map[string]string{}, nodes: map[string]Node{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+	if d.Clock == nil {
+		d.Clock = clock.System{}
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	r := &Registry{db: d.DB, clk: d.Clock, cfg: cfg, log: d.Logger, owners: map[string]string{}, nodes: map[string]Node{}}
 	if err := r.register(ctx); err != nil {
 		return nil, err
 	}
-	go r.beat()
 	return r, nil
 }
 
@@ -285,32 +306,24 @@ func (r *Registry) Heartbeat(ctx context.Context) error {
 	return r.readNodes(ctx)
 }
 
-func (r *Registry) beat() {
-	defer close(r.done)
+// Run writes this node's heartbeat every Config.HeartbeatEvery until ctx
+// ends. The node's row stays after: its resources still belong to it, and
+// it answers for them again when it comes back.
+func (r *Registry) Run(ctx context.Context) error {
 	t := time.NewTicker(r.cfg.HeartbeatEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-r.stop:
-			return
+		case <-ctx.Done():
+			return nil
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), r.cfg.HeartbeatEvery)
-			if err := r.Heartbeat(ctx); err != nil {
+			beat, cancel := context.WithTimeout(ctx, r.cfg.HeartbeatEvery)
+			if err := r.Heartbeat(beat); err != nil && ctx.Err() == nil {
 				r.log.Warn("placement: heartbeat", "node", r.cfg.NodeID, "err", err)
 			}
 			cancel()
 		}
 	}
-}
-
-// Close stops the heartbeat. The node's row stays: its resources still
-// belong to it, and it answers for them again when it comes back.
-func (r *Registry) Close() error {
-	r.stopOnce.Do(func() {
-		close(r.stop)
-		<-r.done
-	})
-	return nil
 }
 
 // Nodes lists the registered nodes as last read.

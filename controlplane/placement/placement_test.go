@@ -109,11 +109,10 @@ func newNode(t testing.TB, dsn string, clk clock.Clock, id, url string) (*store.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	reg, err := placement.New(context.Background(), db, clk, quiet, placement.Config{NodeID: id, URL: url, HeartbeatEvery: time.Hour, StaleAfter: 2 * time.Hour})
+	reg, err := placement.New(context.Background(), placement.Config{NodeID: id, URL: url, HeartbeatEvery: time.Hour, StaleAfter: 2 * time.Hour}, placement.Deps{DB: db, Clock: clk, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { reg.Close() })
 	return db, reg
 }
 
@@ -189,16 +188,15 @@ func TestRegistry(t *testing.T) {
 				}
 			})
 			t.Run("a live node id cannot start twice", func(t *testing.T) {
-				_, err := placement.New(ctx, p.dbB, p.clkA, quiet, placement.Config{NodeID: "node-a", URL: "http://127.0.0.1:9", HeartbeatEvery: time.Hour, StaleAfter: 2 * time.Hour})
+				_, err := placement.New(ctx, placement.Config{NodeID: "node-a", URL: "http://127.0.0.1:9", HeartbeatEvery: time.Hour, StaleAfter: 2 * time.Hour}, placement.Deps{DB: p.dbB, Clock: p.clkA, Logger: quiet})
 				if !errors.Is(err, placement.ErrNodeIDInUse) {
 					t.Fatalf("second node-a at another address: %v", err)
 				}
 				p.clkA.Advance(3 * time.Hour) // node-a silent past stale: a restart elsewhere may take the id
-				r, err := placement.New(ctx, p.dbB, p.clkA, quiet, placement.Config{NodeID: "node-a", URL: "http://127.0.0.1:9", HeartbeatEvery: time.Hour, StaleAfter: 2 * time.Hour})
-				if err != nil {
+				if _, err := placement.New(ctx, placement.Config{NodeID: "node-a", URL: "http://127.0.0.1:9", HeartbeatEvery: time.Hour, StaleAfter: 2 * time.Hour},
+					placement.Deps{DB: p.dbB, Clock: p.clkA, Logger: quiet}); err != nil {
 					t.Fatalf("restart of a stale node-a: %v", err)
 				}
-				r.Close()
 			})
 			t.Run("nodes", func(t *testing.T) {
 				nodes, err := p.b.Nodes(ctx)

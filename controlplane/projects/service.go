@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/mail"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -57,12 +58,54 @@ type Service struct {
 	log         *slog.Logger
 }
 
+// Deps are what the area is built on.
+type Deps struct {
+	DB *store.DB
+	// Clock dates projects (clock.System when nil).
+	Clock clock.Clock
+	// Audit records changes (audit.New over DB when nil).
+	Audit *audit.Log
+	// Meter receives projects_created.
+	Meter metering.Recorder
+	// Sealer seals environment variables at rest.
+	Sealer *seal.Sealer
+	// Logger receives teardown failures in full (slog.Default when nil).
+	Logger *slog.Logger
+}
+
+// check names what is missing.
+func (d *Deps) check() error {
+	var missing []string
+	for name, ok := range map[string]bool{"DB": d.DB != nil, "Meter": d.Meter != nil, "Sealer": d.Sealer != nil} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("%w: %s", ErrNotConfigured, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("projects: missing dependencies")
+
 // New returns the projects service over the platform's SQL database.
-func New(cfg Config, db *store.DB, clk clock.Clock, log *audit.Log, meter metering.Recorder, sealer *seal.Sealer) *Service {
+func New(cfg Config, d Deps) (*Service, error) {
 	cfg.Provision()
-	s := &Service{cfg: cfg, clock: clk, meter: meter, sealer: sealer, counters: map[string]Counter{}}
-	s.store = &SQLStore{DB: db, Audit: log, Address: s.Address}
-	return s
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	if d.Clock == nil {
+		d.Clock = clock.System{}
+	}
+	if d.Audit == nil {
+		d.Audit = audit.New(d.DB, d.Clock)
+	}
+	s := &Service{cfg: cfg, clock: d.Clock, meter: d.Meter, sealer: d.Sealer, counters: map[string]Counter{}, log: d.Logger}
+	s.store = &SQLStore{DB: d.DB, Audit: d.Audit, Address: s.Address}
+	return s, nil
 }
 
 // SetKeyRevoker installs what revokes a deleted project's keys.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
+	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/store"
 	"github.com/svcplatform/platform/controlplane/store/pgtest"
@@ -28,7 +29,7 @@ func TestSQLStore(t *testing.T) {
 			if _, err := db.Exec(`INSERT INTO workspaces(id, name, created_at) VALUES ('ws_1', 'W', 't')`); err != nil {
 				t.Fatal(err)
 			}
-			st := &projects.SQLStore{DB: db, Audit: audit.New(db, func() time.Time { return t0 }),
+			st := &projects.SQLStore{DB: db, Audit: audit.New(db, clock.NewFake(t0)),
 				Address: func(slug string) string { return "https://" + slug + ".localhost" }}
 			auditRows := func() (n int) {
 				db.QueryRow(`SELECT count(*) FROM audit_log`).Scan(&n)

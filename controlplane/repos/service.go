@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -91,9 +92,51 @@ type Service struct {
 	audit *audit.Log
 }
 
+// Config is the area's configuration. It has no settings yet: the limits
+// are this package's constants.
+type Config struct{}
+
+// Deps are what the area is built on.
+type Deps struct {
+	DB *store.DB
+	// Blobs holds the files of every commit.
+	Blobs blobs.Backend
+	// Clock dates commits (clock.System when nil).
+	Clock clock.Clock
+	// Audit records changes (audit.New over DB when nil).
+	Audit *audit.Log
+}
+
+// check names what is missing.
+func (d *Deps) check() error {
+	var missing []string
+	for name, ok := range map[string]bool{"DB": d.DB != nil, "Blobs": d.Blobs != nil} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("%w: %s", ErrNotConfigured, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("repos: missing dependencies")
+
 // New returns the repos service.
-func New(db *store.DB, bs blobs.Backend, clk clock.Clock, log *audit.Log) *Service {
-	return &Service{db: db, blobs: bs, clock: clk, audit: log}
+func New(_ Config, d Deps) (*Service, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	if d.Clock == nil {
+		d.Clock = clock.System{}
+	}
+	if d.Audit == nil {
+		d.Audit = audit.New(d.DB, d.Clock)
+	}
+	return &Service{db: d.DB, blobs: d.Blobs, clock: d.Clock, audit: d.Audit}, nil
 }
 
 // CreateRequest is the body of POST /api/repos.

@@ -444,7 +444,10 @@ func TestHeldIsPerWorkspace(t *testing.T) {
 				t.Fatal(err)
 			}
 			clk := clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC))
-			s := repos.New(db, bs, clk, audit.New(db, clk.Now))
+			s, err := repos.New(repos.Config{}, repos.Deps{DB: db, Blobs: bs, Clock: clk, Audit: audit.New(db, clk)})
+			if err != nil {
+				t.Fatal(err)
+			}
 			a := &auth.Principal{WorkspaceID: "ws_a", Role: auth.Owner, KeyPrefix: "a"}
 			b := &auth.Principal{WorkspaceID: "ws_b", Role: auth.Owner, KeyPrefix: "b"}
 			ra, err := s.Create(ctx, a, repos.CreateRequest{Name: "r"})

@@ -27,11 +27,15 @@ package security
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/accounts"
+	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/passhash"
 )
@@ -98,7 +102,8 @@ type Deps struct {
 	Variables Variables
 	Audit     AuditLog
 	Usage     Usage
-	Now       func() time.Time
+	// Clock tells the time of the overview (clock.System when nil).
+	Clock clock.Clock
 	// UnverifiedDomains counts custom domains awaiting verification (nil:
 	// the check is unavailable).
 	UnverifiedDomains Counter
@@ -107,11 +112,42 @@ type Deps struct {
 	LockedOutUsers Counter
 }
 
+// Config is the area's configuration. It has no settings yet: the
+// thresholds are the constants below.
+type Config struct{}
+
+// check names what is missing.
+func (d *Deps) check() error {
+	var missing []string
+	for name, ok := range map[string]bool{"Accounts": d.Accounts != nil, "Variables": d.Variables != nil, "Audit": d.Audit != nil,
+		"Usage": d.Usage != nil} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("%w: %s", ErrNotConfigured, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("security: missing dependencies")
+
 // Service computes overviews.
 type Service struct{ d Deps }
 
 // New returns the service.
-func New(d Deps) *Service { return &Service{d: d} }
+func New(_ Config, d Deps) (*Service, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	if d.Clock == nil {
+		d.Clock = clock.System{}
+	}
+	return &Service{d: d}, nil
+}
 
 // Thresholds of the scored checks.
 const (
@@ -163,7 +199,7 @@ func unavailable(id, title, finding string) Check {
 
 // Overview computes the overview of workspace ws now.
 func (s *Service) Overview(ctx context.Context, ws string) (Overview, error) {
-	now := s.d.Now().UTC()
+	now := s.d.Clock.Now().UTC()
 	f, err := s.d.Accounts.SecurityFacts(ctx, ws, now, now.Add(-24*time.Hour))
 	if err != nil {
 		return Overview{}, fmt.Errorf("security: %w", err)

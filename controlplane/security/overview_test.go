@@ -202,8 +202,11 @@ func TestAreaCounterTransitions(t *testing.T) {
 				{"locked-out users", counter(0), counter(3), "pass", "warn", 60},               // 60/100
 			} {
 				t.Run(tc.name, func(t *testing.T) {
-					s := security.New(security.Deps{Accounts: env.CP.Accounts, Variables: env.CP.Projects, Audit: env.CP.Audit, Usage: env.CP.Meter,
-						Now: env.Clock.Now, UnverifiedDomains: tc.domains, LockedOutUsers: tc.locked})
+					s, err := security.New(security.Config{}, security.Deps{Accounts: env.CP.Accounts, Variables: env.CP.Projects, Audit: env.CP.Audit,
+						Usage: env.CP.Meter, Clock: env.Clock, UnverifiedDomains: tc.domains, LockedOutUsers: tc.locked})
+					if err != nil {
+						t.Fatal(err)
+					}
 					o, err := s.Overview(context.Background(), ws)
 					if err != nil {
 						t.Fatal(err)

@@ -65,18 +65,48 @@ type Projects interface {
 	RequireActive(ctx context.Context, projectID string) error
 }
 
+// Plans tells a workspace's plan (*accounts.Service).
+type Plans interface {
+	Plan(ctx context.Context, workspace string) plans.Name
+}
+
+// Config is the area's configuration. It has no settings yet: the limits
+// are the constants of update.go.
+type Config struct{}
+
 // Deps are what the Shield service is built on.
 type Deps struct {
-	DB       *store.DB
-	Clock    clock.Clock
+	DB *store.DB
+	// Clock dates changes and counts (clock.System when nil).
+	Clock clock.Clock
+	// Audit records changes (audit.New over DB when nil).
 	Audit    *audit.Log
 	Pub      Publisher
 	Sites    Sites
 	Counts   Counts
 	Projects Projects
-	// Plan tells a workspace's plan.
-	Plan func(ctx context.Context, workspace string) plans.Name
+	// Plans tells a workspace's plan (site passwords need pro).
+	Plans Plans
 }
+
+// check names what is missing.
+func (d *Deps) check() error {
+	var missing []string
+	for name, ok := range map[string]bool{"DB": d.DB != nil, "Pub": d.Pub != nil, "Sites": d.Sites != nil, "Counts": d.Counts != nil,
+		"Projects": d.Projects != nil, "Plans": d.Plans != nil} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("%w: %s", ErrNotConfigured, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("shield: missing dependencies")
 
 // Service is the Shield area.
 type Service struct {
@@ -87,15 +117,24 @@ type Service struct {
 	sites    Sites
 	counts   Counts
 	projects Projects
-	plan     func(ctx context.Context, workspace string) plans.Name
+	plans    Plans
 	// hash hashes a site password (rules.HashPassword; tests may cheapen it).
 	hash func(string) (string, error)
 }
 
 // New returns the Shield service.
-func New(d Deps) *Service {
+func New(_ Config, d Deps) (*Service, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	if d.Clock == nil {
+		d.Clock = clock.System{}
+	}
+	if d.Audit == nil {
+		d.Audit = audit.New(d.DB, d.Clock)
+	}
 	return &Service{db: d.DB, clock: d.Clock, audit: d.Audit, pub: d.Pub, sites: d.Sites, counts: d.Counts, projects: d.Projects,
-		plan: d.Plan, hash: rules.HashPassword}
+		plans: d.Plans, hash: rules.HashPassword}, nil
 }
 
 // Current returns the workspace's saved settings (the defaults when none
@@ -266,7 +305,7 @@ func (s *Service) answer(ctx context.Context, workspace string, st rules.Setting
 	if err != nil {
 		return Answer{}, err
 	}
-	return Answer{Settings: st, ProtectedSites: ps, PasswordsAllowed: plans.Of(s.plan(ctx, workspace)).SitePasswords}, nil
+	return Answer{Settings: st, ProtectedSites: ps, PasswordsAllowed: plans.Allows(sitePasswords(s.plans.Plan(ctx, workspace)), 1)}, nil
 }
 
 // applied computes where st is in force among the workspace's live sites.

@@ -166,10 +166,21 @@ type PasswordsAnswer struct {
 	PasswordsAllowed bool     `json:"passwordsAllowed"`
 }
 
-// ErrPasswordsNotAllowed refuses setting a site password on a plan without
-// them.
-var ErrPasswordsNotAllowed = api.E(api.KindPaymentRequired, "plan_limit",
-	"site passwords need the pro plan or above; removing one (null) is always allowed").With("required_plan", string(plans.Pro))
+// passwordsNotAllowed refuses setting a site password on a plan without
+// them (the plan-limit error: limit and current 0, required_plan the
+// smallest plan with them).
+func passwordsNotAllowed(plan plans.Name) error {
+	return plans.LimitError(plan, sitePasswords, 0, 1,
+		"site passwords need the %s plan or above; removing one (null) is always allowed", plans.Above(0, sitePasswords))
+}
+
+// sitePasswords is how many site passwords a plan allows: none or any.
+func sitePasswords(p plans.Name) int {
+	if plans.Of(p).SitePasswords {
+		return plans.Unlimited
+	}
+	return 0
+}
 
 // ErrPasswordStaticOnly is matched (errors.Is) by the refusal of a password
 // for a site that serves a server app, function or worker program: site
@@ -194,7 +205,8 @@ func (s *Service) SetPasswords(ctx context.Context, pr *auth.Principal, req Pass
 	case n > MaxPasswordsPerRequest:
 		return PasswordsAnswer{}, api.Invalid("one request changes at most %d site passwords", MaxPasswordsPerRequest)
 	}
-	allowed := plans.Of(s.plan(ctx, pr.WorkspaceID)).SitePasswords
+	plan := s.plans.Plan(ctx, pr.WorkspaceID)
+	allowed := plans.Allows(sitePasswords(plan), 1)
 	keys := make([]string, 0, len(req.Passwords))
 	for k := range req.Passwords {
 		keys = append(keys, k)
@@ -228,7 +240,7 @@ func (s *Service) SetPasswords(ctx context.Context, pr *auth.Principal, req Pass
 			continue
 		}
 		if !allowed {
-			return PasswordsAnswer{}, ErrPasswordsNotAllowed
+			return PasswordsAnswer{}, passwordsNotAllowed(plan)
 		}
 		if kind, live := kinds[st.id]; live && kind != snapshot.KindStatic {
 			return PasswordsAnswer{}, fmt.Errorf("shield: site %s: %w", st.slug, staticOnly(st.slug, kind, k))

@@ -142,9 +142,9 @@ func newEnv(t testing.TB, opts ...options) *env {
 	}
 	t.Cleanup(func() { e.db.Close() })
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	lg := audit.New(e.db, e.clock.Now)
-	e.meter = metering.New(e.db, e.clock.Now)
-	if e.accounts, err = accounts.New(ctx, e.db, e.clock, lg, logger); err != nil {
+	lg := audit.New(e.db, e.clock)
+	e.meter = metering.New(e.db, e.clock)
+	if e.accounts, err = accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: e.db, Clock: e.clock, Audit: lg, Logger: logger}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.accounts.Close() })
@@ -152,7 +152,9 @@ func newEnv(t testing.TB, opts ...options) *env {
 	if e.sealer, err = seal.LoadOrCreate(filepath.Join(e.dir, "seal.key")); err != nil {
 		t.Fatal(err)
 	}
-	e.projects = projects.New(projects.Config{AppsDomain: "apps.test"}, e.db, e.clock, lg, e.meter, e.sealer)
+	if e.projects, err = projects.New(projects.Config{AppsDomain: "apps.test"}, projects.Deps{DB: e.db, Clock: e.clock, Audit: lg, Meter: e.meter, Sealer: e.sealer}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.accounts.EnsureBootstrap(ctx, accounts.BootstrapConfig{WorkspaceName: "Test", OwnerEmail: "owner@example.com", Plan: o.plan, Key: ownerKey}); err != nil {
 		t.Fatal(err)
 	}

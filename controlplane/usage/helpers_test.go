@@ -73,20 +73,20 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { db.Close() })
 	clk := clock.NewFake(now0)
-	e := &env{t: t, db: db, clk: clk, meter: metering.New(db, clk.Now), plans: &fakePlans{plan: plans.Pro},
+	e := &env{t: t, db: db, clk: clk, meter: metering.New(db, clk), plans: &fakePlans{plan: plans.Pro},
 		prjs: &fakeProjects{list: []projects.Project{
 			{ID: "prj_a", Name: "A", Slug: "a", WorkspaceID: "ws", Status: projects.StatusActive},
 			{ID: "prj_b", Name: "B", Slug: "b", WorkspaceID: "ws", Status: projects.StatusActive},
 			{ID: "prj_x", Name: "X", Slug: "x", WorkspaceID: "other", Status: projects.StatusActive},
 		}}}
-	e.deps = usage.Deps{DB: db, Clock: clk, Meter: e.meter, Projects: e.prjs, Plans: e.plans,
+	e.deps = usage.Deps{DB: db, Clock: clk, Meter: e.meter, Projects: e.prjs, Plans: e.plans, Jobs: &fakeQueue{},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	return e
 }
 
 func (e *env) service() *usage.Service {
 	e.t.Helper()
-	s, err := usage.New(e.deps)
+	s, err := usage.New(usage.Config{}, e.deps)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -113,13 +113,20 @@ var owner = &auth.Principal{WorkspaceID: "ws", MemberID: "mem", KeyID: "key", Ro
 
 var errDown = errors.New("down")
 
-type fakeRegistrar struct {
+// fakeQueue keeps the kind registered and its interval.
+type fakeQueue struct {
 	kind    string
 	every   time.Duration
 	handler jobs.Handler
 }
 
-func (f *fakeRegistrar) Register(kind string, h jobs.Handler, _ jobs.KindOptions) {
+var _ jobs.Queue = (*fakeQueue)(nil)
+
+func (f *fakeQueue) Register(kind string, h jobs.Handler, _ jobs.KindOptions) {
 	f.kind, f.handler = kind, h
 }
-func (f *fakeRegistrar) Every(kind string, d time.Duration) { f.every = d }
+func (f *fakeQueue) Every(kind string, d time.Duration) { f.every = d }
+func (f *fakeQueue) Enqueue(context.Context, store.Querier, string, any, jobs.EnqueueOptions) (string, error) {
+	return "", errors.New("fake queue: nothing is enqueued")
+}
+func (f *fakeQueue) Wake() {}

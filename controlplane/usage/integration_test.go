@@ -31,8 +31,8 @@ func newWired(t *testing.T, eng pgtest.Engine) *wired {
 	t.Helper()
 	env := cptest.New(t, onEngine(t, eng))
 	cp := env.CP
-	svc, err := usage.New(usage.Deps{
-		DB: cp.DB, Clock: env.Clock, Meter: cp.Meter, Projects: cp.Projects, Plans: cp.Accounts, Credits: cp.Billing,
+	svc, err := usage.New(usage.Config{}, usage.Deps{
+		DB: cp.DB, Clock: env.Clock, Meter: cp.Meter, Projects: cp.Projects, Plans: cp.Accounts, Credits: cp.Billing, Jobs: &fakeQueue{},
 		WorkspaceCounts: map[string]usage.CountFunc{"repos": func(ctx context.Context, ws string) (int, error) {
 			rs, err := cp.Repos().List(ctx, ws)
 			return len(rs), err

@@ -17,15 +17,15 @@ const JobMeasure = "usage.measure"
 // MeasureEvery is how often the measuring job runs.
 const MeasureEvery = 24 * time.Hour
 
-// RegisterJobs registers the measuring job on r, once a day. Its schedule
-// lives in the jobs table, so it survives restarts; running it twice on a
-// day replaces that day's measurements.
-func (s *Service) RegisterJobs(r Registrar) {
+// registerJobs registers the measuring job on r, every interval. Its
+// schedule lives in the jobs table, so it survives restarts; running it
+// twice on a day replaces that day's measurements.
+func (s *Service) registerJobs(r jobs.Queue, every time.Duration) {
 	r.Register(JobMeasure, func(ctx context.Context, _ jobs.Job) error {
 		_, err := s.Measure(ctx)
 		return err
 	}, jobs.KindOptions{MaxAttempts: 5, Backoff: []time.Duration{time.Minute, 10 * time.Minute, time.Hour}, Timeout: 10 * time.Minute})
-	r.Every(JobMeasure, MeasureEvery)
+	r.Every(JobMeasure, every)
 }
 
 // Measure asks every Sizer for every workspace's sizes and stores them

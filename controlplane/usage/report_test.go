@@ -380,10 +380,11 @@ func TestMeasure(t *testing.T) {
 	}
 }
 
-func TestRegisterJobs(t *testing.T) {
+func TestRegistersJobs(t *testing.T) {
 	e := newEnv(t)
-	r := &fakeRegistrar{}
-	e.service().RegisterJobs(r)
+	r := &fakeQueue{}
+	e.deps.Jobs = r
+	e.service()
 	if r.kind != usage.JobMeasure || r.every != 24*time.Hour || r.handler == nil {
 		t.Fatalf("registered %+v", r)
 	}

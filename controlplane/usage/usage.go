@@ -11,7 +11,10 @@ package usage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/auth"
@@ -81,14 +84,6 @@ func (f SizerFunc) Sizes(ctx context.Context, workspace string) ([]Size, error) 
 	return f(ctx, workspace)
 }
 
-// Registrar is the part of *jobs.Runner the measuring job needs.
-type Registrar interface {
-	Register(kind string, h jobs.Handler, o jobs.KindOptions)
-	Every(kind string, interval time.Duration)
-}
-
-var _ Registrar = (*jobs.Runner)(nil)
-
 // The measured kinds the report shows.
 const (
 	// KindDatabases are database sizes (one Size per database).
@@ -106,6 +101,8 @@ type Deps struct {
 	Meter    Meter
 	Projects Projects
 	Plans    Plans
+	// Jobs runs the daily measuring (JobMeasure).
+	Jobs jobs.Queue
 	// Credits gives aiCredits (null without it).
 	Credits Credits
 	// Counters count project resources (summed over the workspace).
@@ -128,18 +125,49 @@ type Service struct {
 	d Deps
 }
 
-// ErrMissingDeps is returned by New when a required dependency is nil.
-var ErrMissingDeps = errors.New("usage: DB, Clock, Meter, Projects and Plans are required")
+// Config is the area's configuration; the zero value works.
+type Config struct {
+	// MeasureEvery is how often JobMeasure runs (MeasureEvery when 0).
+	MeasureEvery time.Duration `json:"measureEvery"`
+}
 
-// New returns the service.
-func New(d Deps) (*Service, error) {
-	if d.DB == nil || d.Clock == nil || d.Meter == nil || d.Projects == nil || d.Plans == nil {
-		return nil, ErrMissingDeps
+// check names what is missing.
+func (d *Deps) check() error {
+	var missing []string
+	for name, ok := range map[string]bool{"DB": d.DB != nil, "Meter": d.Meter != nil, "Projects": d.Projects != nil, "Plans": d.Plans != nil,
+		"Jobs": d.Jobs != nil} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("%w: %s", ErrNotConfigured, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("usage: missing dependencies")
+
+// New returns the service and registers the daily measuring on d.Jobs. It
+// starts nothing: the job runner measures.
+func New(cfg Config, d Deps) (*Service, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	if cfg.MeasureEvery <= 0 {
+		cfg.MeasureEvery = MeasureEvery
+	}
+	if d.Clock == nil {
+		d.Clock = clock.System{}
 	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	return &Service{d: d}, nil
+	s := &Service{d: d}
+	s.registerJobs(d.Jobs, cfg.MeasureEvery)
+	return s, nil
 }
 
 // AddSource adds an attention source (areas built after the service).

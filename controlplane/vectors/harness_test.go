@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,6 +62,7 @@ type env struct {
 	meter    *metering.Meter
 	audit    *audit.Log
 	svc      *Service
+	stop     func() // ends the service's Run and waits for it
 	srv      *httptest.Server
 	owner    *auth.Principal
 	embedder *fakeEmbedder
@@ -78,9 +80,9 @@ func newEnv(t testing.TB, plan plans.Name, cfgs ...Config) *env {
 	}
 	t.Cleanup(func() { e.db.Close() })
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e.audit = audit.New(e.db, e.clock.Now)
-	e.meter = metering.New(e.db, e.clock.Now)
-	if e.accounts, err = accounts.New(ctx, e.db, e.clock, e.audit, logger); err != nil {
+	e.audit = audit.New(e.db, e.clock)
+	e.meter = metering.New(e.db, e.clock)
+	if e.accounts, err = accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: e.db, Clock: e.clock, Audit: e.audit, Logger: logger}); err != nil {
 		t.Fatal(err)
 	}
 	e.accounts.SetHashParams(passhash.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32})
@@ -88,7 +90,9 @@ func newEnv(t testing.TB, plan plans.Name, cfgs ...Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.projects = projects.New(projects.Config{AppsDomain: "apps.test"}, e.db, e.clock, e.audit, e.meter, sealer)
+	if e.projects, err = projects.New(projects.Config{AppsDomain: "apps.test"}, projects.Deps{DB: e.db, Clock: e.clock, Audit: e.audit, Meter: e.meter, Sealer: sealer}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.accounts.EnsureBootstrap(ctx, accounts.BootstrapConfig{WorkspaceName: "Test", OwnerEmail: "owner@example.com", Plan: plan, Key: ownerKey}); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +105,7 @@ func newEnv(t testing.TB, plan plans.Name, cfgs ...Config) *env {
 	return e
 }
 
-// start builds the service and the server over the env's database.
+// start builds the service, runs it and serves it over the env's database.
 func (e *env) start() {
 	e.t.Helper()
 	cfg := e.cfg
@@ -112,11 +116,22 @@ func (e *env) start() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- svc.Run(ctx) }()
+	stop := sync.OnceFunc(func() {
+		cancel()
+		if err := <-ran; err != nil {
+			e.t.Error(err)
+		}
+	})
 	mux := http.NewServeMux()
 	api.Mount(mux, Routes(Handlers{S: svc}), api.MountOptions{Authn: e.accounts, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	e.svc, e.srv = svc, httptest.NewServer(mux)
+	srv := httptest.NewServer(mux)
+	e.svc, e.stop, e.srv = svc, stop, srv
 	e.t.Cleanup(func() {
-		e.srv.Close()
+		srv.Close()
+		stop()
 		svc.Close()
 	})
 }
@@ -126,6 +141,7 @@ func (e *env) restart(clean bool) {
 	e.t.Helper()
 	e.srv.Close()
 	if clean {
+		e.stop()
 		e.svc.Close()
 	}
 	e.start()

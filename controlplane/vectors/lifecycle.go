@@ -217,19 +217,15 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, projectID strin
 		return Collection{}, api.Internal(fmt.Errorf("vectors: create file: %w", err))
 	}
 	plan := s.d.Plans.Plan(ctx, p.WorkspaceID)
-	limit := plans.Of(plan).VectorCollections
+	limit := collectionLimit(plan)
 	err = s.d.DB.Tx(ctx, func(tx *sql.Tx) error {
 		n, err := s.records.countLive(ctx, tx, p.WorkspaceID)
 		if err != nil {
 			return err
 		}
-		if limit != plans.Unlimited && n >= limit {
-			e := api.E(api.KindPaymentRequired, "plan_limit", "the %s plan holds %d vector collection(s) and the workspace has %d: delete one or move to a larger plan", plan, limit, n).
-				With("limit", limit).With("current", n)
-			if next := planAbove(n); next != "" {
-				e = e.With("required_plan", next)
-			}
-			return e
+		if !plans.Allows(limit, n+1) {
+			return plans.LimitError(plan, collectionLimit, n, n+1,
+				"the %s plan holds %d vector collection(s) and the workspace has %d: delete one or move to a larger plan", plan, limit, n)
 		}
 		if err := s.records.insert(ctx, tx, rec); err != nil {
 			if store.IsUniqueViolation(err) {
@@ -248,15 +244,8 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, projectID strin
 	return collectionOf(rec, defs, 0), nil
 }
 
-// planAbove names the smallest plan holding more than n collections.
-func planAbove(n int) plans.Name {
-	for _, p := range plans.All() {
-		if l := plans.Of(p).VectorCollections; l == plans.Unlimited || l > n {
-			return p
-		}
-	}
-	return ""
-}
+// collectionLimit is how many vector collections a plan holds.
+func collectionLimit(p plans.Name) int { return plans.Of(p).VectorCollections }
 
 // load returns the record and loaded collection id for a caller allowed op
 // on it: 404 for none or another workspace's, 410 for a deleted one, 403

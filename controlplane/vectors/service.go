@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -120,10 +121,8 @@ type Service struct {
 	mu    sync.Mutex
 	colls map[string]*collSlot
 
-	kick     chan struct{}
-	stop     chan struct{}
-	done     sync.WaitGroup
-	stopOnce sync.Once
+	kick      chan struct{}
+	closeOnce sync.Once
 }
 
 // collSlot loads a collection once.
@@ -138,12 +137,35 @@ var (
 	_ projects.Counter   = (*Service)(nil)
 )
 
-// New builds the service, removes files of deleted collections and starts
-// loading every collection in the background (a request for one not loaded
-// yet loads it at once).
+// check names what is missing.
+func (d *Deps) check() error {
+	var missing []string
+	for name, ok := range map[string]bool{"DB": d.DB != nil, "Projects": d.Projects != nil, "Plans": d.Plans != nil} {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("%w: %s", ErrNotConfigured, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ErrNotConfigured is returned by New when a dependency is missing.
+var ErrNotConfigured = errors.New("vectors: missing dependencies")
+
+// New builds the service and removes the files of deleted collections. It
+// reads the store (hence ctx) because that sweep must finish before any
+// request arrives: a create makes its file before its record. It starts
+// nothing: Run loads the collections, grows their graphs and flushes the
+// counts (a request for a collection not loaded yet loads it at once).
 func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	cfg.Provision()
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := d.check(); err != nil {
 		return nil, err
 	}
 	if d.Logger == nil {
@@ -152,36 +174,51 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	if d.Clock == nil {
 		d.Clock = clock.System{}
 	}
+	if d.Audit == nil {
+		d.Audit = audit.New(d.DB, d.Clock)
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("vectors: directory %s: %w", cfg.Dir, err)
 	}
 	s := &Service{cfg: cfg, d: d, records: records{d.DB}, usage: newUsage(d.Meter), colls: map[string]*collSlot{},
-		kick: make(chan struct{}, 1), stop: make(chan struct{})}
+		kick: make(chan struct{}, 1)}
 	if err := s.sweep(ctx); err != nil {
 		return nil, err
 	}
+	return s, nil
+}
+
+// Run loads every collection, grows the HNSW graphs of those past the
+// threshold and sends counts to the meter every Config.FlushEvery, until
+// ctx ends. Close flushes the rest.
+func (s *Service) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); s.indexer(ctx) }()
+	go func() { defer wg.Done(); s.flushLoop(ctx) }()
+	s.loadAll(ctx)
+	wg.Wait()
+	return nil
+}
+
+// loadAll loads every ready collection, then wakes the indexer.
+func (s *Service) loadAll(ctx context.Context) {
 	recs, err := s.records.ready(ctx)
 	if err != nil {
-		return nil, err
-	}
-	s.done.Add(3)
-	go func() {
-		defer s.done.Done()
-		for _, r := range recs {
-			select {
-			case <-s.stop:
-				return
-			default:
-			}
-			if _, err := s.open(context.Background(), r); err != nil {
-				s.d.Logger.Warn("vectors: load at start", "collection", r.ID, "err", err)
-			}
+		if ctx.Err() == nil {
+			s.d.Logger.Warn("vectors: list collections to load", "err", err)
 		}
-		s.poke()
-	}()
-	go s.indexer()
-	go s.flushLoop()
-	return s, nil
+		return
+	}
+	for _, r := range recs {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := s.open(ctx, r); err != nil && ctx.Err() == nil {
+			s.d.Logger.Warn("vectors: load at start", "collection", r.ID, "err", err)
+		}
+	}
+	s.poke()
 }
 
 // path is where collection id lives.
@@ -296,21 +333,18 @@ func (s *Service) poke() {
 // batch at a time, so that unfiltered queries on large collections stop
 // scanning everything. Vectors not in a graph yet are still found: queries
 // scan them exactly.
-func (s *Service) indexer() {
-	defer s.done.Done()
+func (s *Service) indexer(ctx context.Context) {
 	for {
 		select {
-		case <-s.stop:
+		case <-ctx.Done():
 			return
 		case <-s.kick:
 		}
 		for busy := true; busy; {
 			busy = false
 			for _, c := range s.loaded() {
-				select {
-				case <-s.stop:
+				if ctx.Err() != nil {
 					return
-				default:
 				}
 				if s.grow(c) {
 					busy = true
@@ -366,17 +400,16 @@ func (s *Service) WaitIndexed(ctx context.Context) error {
 	}
 }
 
-// flushLoop sends counts to the meter.
-func (s *Service) flushLoop() {
-	defer s.done.Done()
+// flushLoop sends counts to the meter until ctx ends.
+func (s *Service) flushLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.FlushEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := s.Flush(context.Background()); err != nil {
+			if err := s.Flush(ctx); err != nil && ctx.Err() == nil {
 				s.d.Logger.Warn("vectors: flush", "err", err)
 			}
 		}
@@ -407,13 +440,11 @@ func (s *Service) Flush(ctx context.Context) error {
 	return err
 }
 
-// Close stops background work, closes every collection and flushes the
-// counts.
+// Close closes every collection and flushes the counts. Call it after Run
+// has returned.
 func (s *Service) Close() error {
 	var err error
-	s.stopOnce.Do(func() {
-		close(s.stop)
-		s.done.Wait()
+	s.closeOnce.Do(func() {
 		for _, c := range s.loaded() {
 			s.forget(c.rec.ID)
 		}
