@@ -123,6 +123,11 @@ func TestStorageMeasuredThroughTheAssembly(t *testing.T) {
 		"files": []map[string]any{{"path": "index.html", "content": page}, {"path": "copy.html", "content": page}, {"path": "a.txt", "content": "abc"}}})
 	e.Owner.Must(http.StatusAccepted, "POST", "/api/repos/"+repo.Repo.ID+"/deploy", map[string]any{"projectId": prj, "commit": 1})
 	e.CP.Deploys().Wait()
+	// A memory store's two keys: 6 bytes each (key and value).
+	var st struct{ Store struct{ ID string } }
+	e.Owner.Must(http.StatusCreated, "POST", "/api/projects/"+prj+"/memory", map[string]any{"name": "kv"}).JSON(t, &st)
+	e.Owner.Must(http.StatusOK, "PUT", "/api/memory/"+st.Store.ID+"/keys/a", "12345")
+	e.Owner.Must(http.StatusOK, "PUT", "/api/memory/"+st.Store.ID+"/keys/bb", "1234")
 	if _, err := e.CP.Jobs.RunDue(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -134,9 +139,9 @@ func TestStorageMeasuredThroughTheAssembly(t *testing.T) {
 	}
 	e.Owner.Must(http.StatusOK, "GET", "/api/usage?period=7d", nil).JSON(t, &rep)
 	// Two distinct blobs (1,000 bytes and 3 bytes) in the repo and again in
-	// the deployment.
-	if rep.Storage.Bytes != 2*1003 || rep.Storage.Objects != 4 || rep.Storage.MeasuredAt == nil {
-		t.Fatalf("storage = %+v, want 2006 bytes in 4 objects, measured", rep.Storage)
+	// the deployment, and the memory store's two keys.
+	if rep.Storage.Bytes != 2*1003+12 || rep.Storage.Objects != 4+2 || rep.Storage.MeasuredAt == nil {
+		t.Fatalf("storage = %+v, want 2018 bytes in 6 objects, measured", rep.Storage)
 	}
 }
 

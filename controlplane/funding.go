@@ -55,8 +55,10 @@ func (cp *ControlPlane) databaseSizes(ctx context.Context, workspace string) ([]
 	return out, err
 }
 
-// storageSizes gives the usage measurement what the workspace stores in the
-// blob store: its repos (workspace-wide) and each project's deployments.
+// storageSizes gives the usage measurement what the workspace stores: in
+// the blob store its repos (workspace-wide) and each project's deployments,
+// in the metadata database each project's memory stores; in the blob store
+// each project's buckets.
 func (cp *ControlPlane) storageSizes(ctx context.Context, workspace string) ([]usage.Size, error) {
 	bytes, objects, err := cp.repos.Stored(ctx, workspace)
 	if err != nil {
@@ -67,7 +69,18 @@ func (cp *ControlPlane) storageSizes(ctx context.Context, workspace string) ([]u
 	for _, d := range deployed {
 		out = append(out, usage.Size{Project: d.Project, Resource: "deployments", Bytes: d.Bytes, Objects: d.Objects})
 	}
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	kept, err := cp.memory.Stored(ctx, workspace)
+	for _, m := range kept {
+		out = append(out, usage.Size{Project: m.Project, Resource: "memory", Bytes: m.Bytes, Objects: m.Keys})
+	}
+	if err != nil {
+		return out, err
+	}
+	inBuckets, err := cp.buckets.Sizes(ctx, workspace)
+	return append(out, inBuckets...), err
 }
 
 // failingWebhooks gives the attention list the payments area's failing

@@ -23,6 +23,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/mcp"
 	"github.com/svcplatform/platform/controlplane/media"
+	"github.com/svcplatform/platform/controlplane/memory"
 	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/placement"
 	"github.com/svcplatform/platform/controlplane/projects"
@@ -184,6 +185,8 @@ func TestAreasNameMissingDeps(t *testing.T) {
 		{"agents", func() error { _, err := agents.New(agents.Config{}, agents.Deps{}); return err }, agents.ErrNotConfigured,
 			"AI, API, DB, Jobs, Keys, Plans, Projects, Sealer"},
 		{"usage", func() error { _, err := usage.New(usage.Config{}, usage.Deps{}); return err }, usage.ErrNotConfigured,
+			"DB, Jobs, Meter, Plans, Projects"},
+		{"memory", func() error { _, err := memory.New(memory.Config{}, memory.Deps{}); return err }, memory.ErrNotConfigured,
 			"DB, Jobs, Meter, Plans, Projects"},
 		{"mcp", func() error { _, err := mcp.New(mcp.Config{}, mcp.Deps{}); return err }, mcp.ErrNotConfigured, "API"},
 		{"placement", func() error {

@@ -9,6 +9,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/billing"
+	"github.com/svcplatform/platform/controlplane/buckets"
 	"github.com/svcplatform/platform/controlplane/cdn"
 	"github.com/svcplatform/platform/controlplane/certs"
 	"github.com/svcplatform/platform/controlplane/databases"
@@ -16,6 +17,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/edgesync"
 	"github.com/svcplatform/platform/controlplane/mail"
 	"github.com/svcplatform/platform/controlplane/media"
+	"github.com/svcplatform/platform/controlplane/memory"
 	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/repos"
@@ -35,10 +37,12 @@ func (cp *ControlPlane) routeTable() []api.Route {
 		projects.Routes(projects.Handlers{S: cp.Projects}),
 		databases.Routes(databases.Handlers{S: cp.databases}),
 		vectors.Routes(vectors.Handlers{S: cp.vectors}),
+		memory.Routes(memory.Handlers{S: cp.memory}),
 		signin.Routes(signin.Handlers{S: cp.signin}),
 		repos.Routes(repos.Handlers{S: cp.repos}),
 		deploys.Routes(deploys.Handlers{S: cp.deploys}),
 		media.Routes(media.Handlers{S: cp.media}),
+		buckets.Routes(buckets.Handlers{S: cp.buckets}),
 		shield.Routes(shield.Handlers{S: cp.shield}),
 		cdn.Routes(cdn.Handlers{S: cp.cdn}),
 		security.Routes(security.Handlers{S: cp.security}),

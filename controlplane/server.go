@@ -32,6 +32,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/billing"
 	"github.com/svcplatform/platform/controlplane/blobs"
+	"github.com/svcplatform/platform/controlplane/buckets"
 	"github.com/svcplatform/platform/controlplane/cdn"
 	"github.com/svcplatform/platform/controlplane/certs"
 	"github.com/svcplatform/platform/controlplane/clock"
@@ -43,6 +44,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/mail"
 	"github.com/svcplatform/platform/controlplane/mcp"
 	"github.com/svcplatform/platform/controlplane/media"
+	"github.com/svcplatform/platform/controlplane/memory"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/placement"
@@ -133,10 +135,19 @@ type Config struct {
 	// Payments configures the payments area (processor, hosted page base
 	// URL: the API's address).
 	Payments payments.Config `json:"payments"`
+	// S3Host is the host name at whose root the S3-compatible surface of
+	// storage buckets answers (--s3-host), for S3 clients whose endpoint
+	// takes no path (minio-go, mc); empty: the surface answers only under
+	// /s3 on the API's address (SDKs and the AWS CLI take an endpoint with
+	// a path).
+	S3Host string `json:"s3Host,omitempty"`
 	// Mail configures e-mail: the SMTP relay (--smtp-url; empty: messages
 	// are written to DataDir/mail), the platform's sender (--mail-from) and
 	// the DNS resolver sending domains are looked up at (--dns-resolver).
 	Mail mail.Config `json:"mail"`
+	// Memory sets memory stores' per-plan caps and the sweep's schedule
+	// (controlplane/memory; the zero value is the defaults).
+	Memory memory.Config `json:"memory"`
 }
 
 // DefaultOriginProbeEvery is how often the origins of serving apps and
@@ -243,6 +254,8 @@ type ControlPlane struct {
 	agents    *agents.Service
 	mail      *mail.Service
 	signin    *signin.Service
+	memory    *memory.Service
+	buckets   *buckets.Service
 
 	handler http.Handler
 	routes  []api.Route
@@ -265,6 +278,9 @@ func (cp *ControlPlane) Media() *media.Service { return cp.media }
 
 // Mail returns the e-mail area.
 func (cp *ControlPlane) Mail() *mail.Service { return cp.mail }
+
+// Memory returns the memory stores area.
+func (cp *ControlPlane) Memory() *memory.Service { return cp.memory }
 
 // AI returns the AI gateway.
 func (cp *ControlPlane) AI() *ai.Service { return cp.ai }
@@ -434,10 +450,23 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	cp.onClose(cp.deploys.Close)
 	cp.Projects.SetDeployments(cp.deploys)
 	cp.Projects.AddDependent(cp.deploys.Dependent())
-	// Blob cleanup: blobs no repo commit or deployment names any more, once
-	// a day, on one replica at a time (controlplane/blobs/README.md).
+	// Storage buckets: projects' objects in the blob store, signed URLs and
+	// an S3-compatible surface (controlplane/buckets/README.md).
+	if cp.buckets, err = buckets.New(buckets.Config{PublicBaseURL: cfg.APIBaseURL}, buckets.Deps{DB: cp.DB, Blobs: cp.blobs,
+		Sealer: cp.Sealer, Projects: cp.Projects, Plans: cp.Accounts, Jobs: cp.Jobs, Clock: clk, Audit: cp.Audit, Logger: log}); err != nil {
+		return nil, err
+	}
+	cp.Projects.AddDependent(cp.buckets)
+	for _, c := range cp.buckets.Collectors() {
+		if err := cfg.Registerer.Register(c); err != nil {
+			return nil, fmt.Errorf("controlplane: metrics: %w", err)
+		}
+	}
+	// Blob cleanup: blobs no repo commit, deployment or storage object names
+	// any more, once a day, on one replica at a time
+	// (controlplane/blobs/README.md).
 	cp.Jobs.Register(jobBlobsGC, func(ctx context.Context, _ jobs.Job) error {
-		st, err := blobs.Collect(ctx, cp.blobs, []blobs.RefSource{cp.repos, cp.deploys}, clk.Now(), blobs.DefaultGrace)
+		st, err := blobs.Collect(ctx, cp.blobs, []blobs.RefSource{cp.repos, cp.deploys, cp.buckets}, clk.Now(), blobs.DefaultGrace)
 		if err != nil {
 			return err
 		}
@@ -501,6 +530,22 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	cp.onClose(cp.vectors.Close)
 	cp.Projects.AddDependent(cp.vectors)
 	cp.Projects.AddCounter(cp.vectors)
+
+	// Memory stores: key-value stores of a project's apps, rows of the
+	// metadata database; a job sweeps expired keys.
+	if cp.memory, err = memory.New(cfg.Memory, memory.Deps{DB: cp.DB, Clock: clk, Meter: cp.Meter, Jobs: cp.Jobs,
+		Projects: cp.Projects, Plans: cp.Accounts, Audit: cp.Audit, Logger: log}); err != nil {
+		return nil, err
+	}
+	cp.onRun("memory", cp.memory.Run)
+	cp.onClose(cp.memory.Close)
+	cp.Projects.AddDependent(cp.memory)
+	cp.Projects.AddCounter(cp.memory)
+	for _, c := range cp.memory.Collectors() {
+		if err := cfg.Registerer.Register(c); err != nil {
+			return nil, fmt.Errorf("controlplane: metrics: %w", err)
+		}
+	}
 
 	// Media: video upload to HLS with ffmpeg, live channels through nginx-rtmp.
 	// With the bwrap sandbox, ffprobe and ffmpeg run in one of their own (no
@@ -594,7 +639,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	if cp.usage, err = usage.New(usage.Config{}, usage.Deps{DB: cp.DB, Clock: clk, Meter: cp.Meter, Projects: cp.Projects, Plans: cp.Accounts,
 		Jobs:     cp.Jobs,
 		Credits:  cp.Billing,
-		Counters: []usage.Counter{cp.databases, cp.vectors, cp.media, cp.payments, cp.agents, cp.signin},
+		Counters: []usage.Counter{cp.databases, cp.vectors, cp.memory, cp.media, cp.payments, cp.agents, cp.signin, cp.buckets},
 		WorkspaceCounts: map[string]usage.CountFunc{"repos": func(ctx context.Context, ws string) (int, error) {
 			rs, err := cp.repos.List(ctx, ws)
 			return len(rs), err
@@ -612,6 +657,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 			"webhooks": usage.WebhooksSource{Webhooks: failingWebhooks{cp}},
 			"mail":     cp.mail,
 			"signin":   cp.signin,
+			"buckets":  cp.buckets,
 		},
 		Logger: log}); err != nil {
 		return nil, err
@@ -633,7 +679,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	mux := http.NewServeMux()
 	api.Mount(mux, cp.routes, api.MountOptions{Authn: cp.Accounts, Log: log, Observer: cp.metrics, Calls: cp.keyCalls})
 	mux.Handle("/", dashboard.New()) // the web dashboard: every path the API does not answer
-	cp.handler = mux
+	cp.handler = s3Front(mux, cp.buckets, cfg.S3Host)
 	// The first workspace comes last, once everything else is built, so
 	// a start that fails on the way creates no owner key.
 	if !cfg.DeferBootstrap {
@@ -751,3 +797,6 @@ func (a signinMailer) Send(ctx context.Context, msg signin.Message) error {
 	_, err := a.m.SendAs(ctx, msg.Workspace, msg.Project, "signin", "", mail.SendRequest{To: mail.Recipients{msg.To}, Subject: msg.Subject, Text: msg.Body})
 	return err
 }
+
+// Buckets returns the storage buckets area.
+func (cp *ControlPlane) Buckets() *buckets.Service { return cp.buckets }

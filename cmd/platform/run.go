@@ -105,6 +105,7 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 		APIBaseURL:           "http://" + apiLn.Addr().String(),
 		Payments:             payments.Config{Processor: o.payProcessor, StripeKey: o.stripeKey, StripeBaseURL: o.stripeBaseURL},
 		Mail:                 mail.Config{SMTPURL: o.smtpURL, From: o.mailFrom, DNSResolver: o.dnsResolver},
+		S3Host:               o.s3Host,
 		Media:                mediaCfg,
 		Runtime:              rtCfg,
 		Blobs:                o.blobs,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/billing"
+	"github.com/svcplatform/platform/controlplane/memory"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/store"
 )
@@ -95,6 +96,8 @@ func TestToolCatalogue(t *testing.T) {
 		{"project_info", true, false}, {"vector_query", true, false}, {"vector_upsert", true, true},
 		{"database_query", true, true}, {"database_execute", true, true}, {"env_names", true, true},
 		{"payments_list", true, false}, {"media_status", true, false},
+		{"memory_stores", true, false}, {"memory_recall", true, false}, {"memory_keys", true, false},
+		{"memory_remember", true, true}, {"memory_forget", true, true},
 		{"repo_files_read", false, false}, {"list_projects", false, false}, {"usage_report", false, false},
 	}
 	for _, c := range cases {
@@ -411,4 +414,55 @@ func TestRecentRuns(t *testing.T) {
 	if len(d.Runs) != RecentRuns || d.Runs[0].ID != "run_24" || d.Runs[19].ID != "run_05" {
 		t.Fatalf("runs %d, first %s", len(d.Runs), d.Runs[0].ID)
 	}
+}
+
+// TestMemoryTools: an agent remembers, recalls, lists and forgets keys of
+// its project's memory store through the API with the run's key; an agent
+// without allowWrites may only recall, and another project's store is
+// refused by the permission table.
+func TestMemoryTools(t *testing.T) {
+	e := newEnv(t, plans.Pro)
+	var st memory.StoreAnswer
+	e.do(ownerKey, "POST", "/api/projects/"+e.project+"/memory", map[string]any{"name": "notes"}).ok(t, &st)
+	var other memory.StoreAnswer
+	e.do(ownerKey, "POST", "/api/projects/"+e.other+"/memory", map[string]any{"name": "theirs"}).ok(t, &other)
+	id := e.agent(map[string]any{"tools": []string{"memory_stores", "memory_recall", "memory_keys", "memory_remember", "memory_forget"}, "allowWrites": true})
+	e.model.set(
+		mockReply{Calls: []mockCall{{"memory_stores", `{}`},
+			{"memory_remember", fmt.Sprintf(`{"storeId":%q,"key":"user/ada","value":"likes tea","ttlSeconds":3600,"metadata":{"source":"chat"}}`, st.Store.ID)}}},
+		mockReply{Calls: []mockCall{{"memory_recall", fmt.Sprintf(`{"storeId":%q,"keys":["user/ada","user/bob"]}`, st.Store.ID)},
+			{"memory_keys", fmt.Sprintf(`{"storeId":%q,"prefix":"user/"}`, st.Store.ID)},
+			{"memory_recall", fmt.Sprintf(`{"storeId":%q,"keys":["x"]}`, other.Store.ID)},
+			{"memory_forget", fmt.Sprintf(`{"storeId":%q,"keys":["user/ada"]}`, st.Store.ID)}}},
+		mockReply{Text: "Ada likes tea."},
+	)
+	x, r := e.run(id, "What does Ada like?")
+	if r.status != http.StatusAccepted || x.Status != RunCompleted {
+		t.Fatalf("run %d %+v: %s", r.status, x, r.body)
+	}
+	want := []struct {
+		tool string
+		ok   bool
+		has  string
+	}{
+		{"memory_stores", true, st.Store.ID}, {"memory_remember", true, `"key":"user/ada"`},
+		{"memory_recall", true, `"user/ada":{"value":"likes tea"`}, {"memory_keys", true, `"key":"user/ada"`},
+		{"memory_recall", false, "project_key_mismatch"}, {"memory_forget", true, `"deleted":1`}, {"", true, "Ada likes tea."},
+	}
+	if len(x.Steps) != len(want) {
+		t.Fatalf("steps %+v", x.Steps)
+	}
+	for i, w := range want {
+		if s := x.Steps[i]; s.ToolName != w.tool || s.OK != w.ok || !strings.Contains(s.Result, w.has) {
+			t.Errorf("step %d = %+v, want %+v", i+1, s, w)
+		}
+	}
+	// Without allowWrites only the reading tools are saved.
+	r = e.do(ownerKey, "POST", "/api/projects/"+e.project+"/agents", map[string]any{"name": "reader", "model": "gpt-4o-mini",
+		"tools": []string{"memory_recall", "memory_remember"}})
+	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "tool_needs_writes") {
+		t.Fatalf("read-only agent with memory_remember: %d %s", r.status, r.body)
+	}
+	e.do(ownerKey, "POST", "/api/projects/"+e.project+"/agents", map[string]any{"name": "reader", "model": "gpt-4o-mini",
+		"tools": []string{"memory_stores", "memory_recall", "memory_keys"}}).ok(t, nil)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/databases"
 	"github.com/svcplatform/platform/controlplane/jobs"
+	"github.com/svcplatform/platform/controlplane/memory"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/projects"
@@ -231,6 +232,7 @@ type env struct {
 	sealer  *seal.Sealer
 	aiSvc   *ai.Service
 	dbs     *databases.Service
+	mem     *memory.Service
 	log     *slog.Logger
 	mux     *http.ServeMux
 	closed  bool
@@ -309,6 +311,10 @@ func (e *env) open(t *testing.T, plan plans.Name) {
 		Keys: e.keys, API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }), Jobs: e.jobs, Logger: e.log}); err != nil {
 		t.Fatal(err)
 	}
+	if e.mem, err = memory.New(memory.Config{}, memory.Deps{DB: e.db, Clock: e.clk, Audit: al, Meter: meter, Jobs: e.jobs,
+		Projects: e.prj, Plans: e.plans, Logger: e.log}); err != nil {
+		t.Fatal(err)
+	}
 	prj, dbh := projects.Handlers{S: e.prj}, databases.Handlers{S: e.dbs}
 	const G, P = http.MethodGet, http.MethodPost
 	routes := append([]api.Route{
@@ -318,7 +324,7 @@ func (e *env) open(t *testing.T, plan plans.Name) {
 		{Method: G, Path: "/api/projects/{id}/env", Op: auth.OpEnvRead, ProjectParam: "id", Handler: prj.ListEnv},
 		{Method: P, Path: "/api/projects/{id}/databases", Op: auth.OpDatabaseWrite, ProjectParam: "id", Handler: dbh.Create},
 		{Method: P, Path: "/api/databases/{id}", Op: auth.OpDatabaseQuery, Handler: dbh.Query, MaxBody: databases.MaxQueryBody},
-	}, Routes(Handlers{S: e.svc})...)
+	}, append(Routes(Handlers{S: e.svc}), memory.Routes(memory.Handlers{S: e.mem})...)...)
 	e.mux = http.NewServeMux()
 	api.Mount(e.mux, routes, api.MountOptions{Authn: chainAuthn{keys: e.keys, acc: e.acc}, Log: e.log})
 	handler = e.mux
@@ -347,6 +353,7 @@ func (e *env) close() {
 	e.jobs.Close()
 	e.aiSvc.Close()
 	e.dbs.Close()
+	e.mem.Close()
 	e.acc.Close()
 	e.db.Close()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/databases"
+	"github.com/svcplatform/platform/controlplane/memory"
 )
 
 // Tool is one entry of the tool catalogue. A tool is one REST route of the
@@ -139,6 +140,52 @@ type paymentLookupArgs struct {
 	SessionID string `json:"sessionId"`
 }
 
+type memoryKeysArgs struct {
+	StoreID string   `json:"storeId"`
+	Keys    []string `json:"keys"`
+}
+
+type memoryListArgs struct {
+	StoreID string `json:"storeId"`
+	Prefix  string `json:"prefix,omitempty"`
+	Limit   int    `json:"limit,omitempty"`
+	Cursor  string `json:"cursor,omitempty"`
+}
+
+type memoryRememberArgs struct {
+	StoreID    string          `json:"storeId"`
+	Key        string          `json:"key"`
+	Value      string          `json:"value"`
+	TTLSeconds int64           `json:"ttlSeconds,omitempty"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+}
+
+// maxMemoryKeys bounds the keys of one memory_recall or memory_forget.
+const maxMemoryKeys = 20
+
+// memoryTarget checks a memory tool's store id and returns its path.
+func memoryTarget(storeID string) (string, error) {
+	id, err := pathID("storeId", storeID)
+	return "/api/memory/" + id, err
+}
+
+// memoryKeys checks the arguments of a recall or forget (1 to
+// maxMemoryKeys keys; the API checks each key itself).
+func memoryKeys(raw json.RawMessage) (string, memory.KeysRequest, error) {
+	var a memoryKeysArgs
+	if err := decodeArgs(raw, &a); err != nil {
+		return "", memory.KeysRequest{}, err
+	}
+	base, err := memoryTarget(a.StoreID)
+	if err != nil {
+		return "", memory.KeysRequest{}, err
+	}
+	if len(a.Keys) == 0 || len(a.Keys) > maxMemoryKeys {
+		return "", memory.KeysRequest{}, badArgs("keys must hold 1 to %d keys", maxMemoryKeys)
+	}
+	return base, memory.KeysRequest{Keys: a.Keys}, nil
+}
+
 type mediaArgs struct {
 	MediaID string `json:"mediaId"`
 }
@@ -218,6 +265,65 @@ func buildCatalogue() []*Tool {
 					return toolRequest{}, err
 				}
 				return toolRequest{Method: P, Path: "/api/vectors/" + id + "/upsert", Body: map[string]any{"vectors": a.Vectors}}, nil
+			}},
+		{Name: "memory_stores", op: memory.OpRead,
+			Description: "List the project's memory stores (key-value): id, name, how many keys and bytes each holds, and its limits.",
+			Parameters:  schema(emptySchema),
+			build: func(p string, raw json.RawMessage) (toolRequest, error) {
+				return toolRequest{Method: G, Path: "/api/projects/" + p + "/memory"}, decodeArgs(raw, &noArgs{})
+			}},
+		{Name: "memory_recall", op: memory.OpRead,
+			Description: "Read up to 20 keys of one of the project's memory stores: each key's value (text, or base64 with base64 true), metadata and expiry, or null when it is not there.",
+			Parameters:  schema(`{"type":"object","properties":{"storeId":{"type":"string","description":"the store's id (mem_...), from memory_stores"},"keys":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":20}},"required":["storeId","keys"],"additionalProperties":false}`),
+			build: func(_ string, raw json.RawMessage) (toolRequest, error) {
+				base, body, err := memoryKeys(raw)
+				return toolRequest{Method: P, Path: base + "/bulk/get", Body: body}, err
+			}},
+		{Name: "memory_keys", op: memory.OpRead,
+			Description: "List keys of one of the project's memory stores in order, optionally those starting with prefix (limit 1-1000, cursor from the previous page); values are read with memory_recall.",
+			Parameters:  schema(`{"type":"object","properties":{"storeId":{"type":"string"},"prefix":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":1000},"cursor":{"type":"string"}},"required":["storeId"],"additionalProperties":false}`),
+			build: func(_ string, raw json.RawMessage) (toolRequest, error) {
+				var a memoryListArgs
+				if err := decodeArgs(raw, &a); err != nil {
+					return toolRequest{}, err
+				}
+				base, err := memoryTarget(a.StoreID)
+				if err != nil {
+					return toolRequest{}, err
+				}
+				q := url.Values{}
+				if a.Prefix != "" {
+					q.Set("prefix", a.Prefix)
+				}
+				if a.Limit != 0 {
+					q.Set("limit", strconv.Itoa(a.Limit))
+				}
+				if a.Cursor != "" {
+					q.Set("cursor", a.Cursor)
+				}
+				return toolRequest{Method: G, Path: base + "/keys", Query: q}, nil
+			}},
+		{Name: "memory_remember", op: memory.OpWrite,
+			Description: "Store a text value under a key in one of the project's memory stores, replacing what the key held (at most 1 MiB; ttlSeconds to have it forgotten later; metadata any JSON of at most 1 KB).",
+			Parameters:  schema(`{"type":"object","properties":{"storeId":{"type":"string"},"key":{"type":"string","description":"at most 512 bytes"},"value":{"type":"string"},"ttlSeconds":{"type":"integer","minimum":1},"metadata":{}},"required":["storeId","key","value"],"additionalProperties":false}`),
+			build: func(_ string, raw json.RawMessage) (toolRequest, error) {
+				var a memoryRememberArgs
+				if err := decodeArgs(raw, &a); err != nil {
+					return toolRequest{}, err
+				}
+				base, err := memoryTarget(a.StoreID)
+				if err != nil {
+					return toolRequest{}, err
+				}
+				return toolRequest{Method: http.MethodPut, Path: base + "/bulk", Body: memory.BulkPutRequest{Entries: []memory.Entry{
+					{Key: a.Key, Value: a.Value, TTLSeconds: a.TTLSeconds, Metadata: a.Metadata}}}}, nil
+			}},
+		{Name: "memory_forget", op: memory.OpWrite,
+			Description: "Delete up to 20 keys of one of the project's memory stores; answers how many were there.",
+			Parameters:  schema(`{"type":"object","properties":{"storeId":{"type":"string"},"keys":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":20}},"required":["storeId","keys"],"additionalProperties":false}`),
+			build: func(_ string, raw json.RawMessage) (toolRequest, error) {
+				base, body, err := memoryKeys(raw)
+				return toolRequest{Method: P, Path: base + "/bulk/delete", Body: body}, err
 			}},
 		{Name: "payments_overview", op: auth.OpPaymentsRead,
 			Description: "Read the project's payment account: earnings, recent payments, checkout links and webhook deliveries.",

@@ -98,6 +98,11 @@ const (
 	OpAuthPoolRead   Op = "auth_pool.read"
 	OpAuthPoolWrite  Op = "auth_pool.write"
 	OpAuthUserRead   Op = "auth_user.read"
+	OpMemoryRead     Op = "memory.read"
+	OpMemoryWrite    Op = "memory.write"
+	OpBucketRead     Op = "bucket.read"
+	OpBucketWrite    Op = "bucket.write"
+	OpBucketData     Op = "bucket.data"
 )
 
 // table is the permission table: the one answer to "may this principal do
@@ -171,6 +176,13 @@ var table = map[Op]Rule{
 	// App users' e-mail addresses are personal data: read like
 	// environment values, with a full-access credential.
 	OpAuthUserRead: {MinRole: Developer, FullAccess: true, Scope: ScopeProject},
+	OpMemoryRead:   {MinRole: Viewer, Scope: ScopeProject},
+	OpMemoryWrite:  {MinRole: Developer, Write: true, Scope: ScopeProject},
+	OpBucketRead:   {MinRole: Viewer, Scope: ScopeProject},
+	OpBucketWrite:  {MinRole: Developer, Write: true, Scope: ScopeProject},
+	// Objects' bytes are the project's data (and a signed URL hands them
+	// out): read like environment values, with a full-access credential.
+	OpBucketData: {MinRole: Developer, FullAccess: true, Scope: ScopeProject},
 }
 
 // RuleOf returns the table row of op and whether op is known.

@@ -66,6 +66,11 @@ var expect = map[Op]struct {
 	OpAuthPoolRead:   {Viewer, true, "own", false, false},
 	OpAuthPoolWrite:  {Developer, false, "own", false, false},
 	OpAuthUserRead:   {Developer, false, "own", false, false}, // app users' e-mail addresses: like env values
+	OpMemoryRead:     {Viewer, true, "own", false, false},     // read-only keys read stores
+	OpMemoryWrite:    {Developer, false, "own", false, false},
+	OpBucketRead:     {Viewer, true, "own", false, false},
+	OpBucketWrite:    {Developer, false, "own", false, false},
+	OpBucketData:     {Developer, false, "own", false, false}, // objects' bytes and signed URLs: like env values
 }
 
 type caller struct {

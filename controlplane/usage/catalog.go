@@ -47,8 +47,7 @@ var Catalog = []MetricInfo{
 	{Metric: metering.FunctionTestRuns, Unit: "count", Source: "functions", NotMeasured: true, Label: "function test runs",
 		Note: "function test runs are not recorded yet: not measured (null)"},
 	{Metric: metering.AppRunSeconds, Unit: "seconds", Source: "deploys"},
-	{Metric: metering.MemoryOperations, Unit: "count", Source: "memory", NotMeasured: true, Label: "memory operations",
-		Note: "memory stores are not built yet: not measured (null)"},
+	{Metric: metering.MemoryOperations, Unit: "count", Source: "memory"},
 	{Metric: metering.Emails, Unit: "count", Source: "mail"},
 	{Metric: metering.EndUserLogins, Unit: "count", Source: "auth pools"},
 }

@@ -1,0 +1,300 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svcplatform/platform/controlplane/accounts"
+	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/jobs"
+	"github.com/svcplatform/platform/controlplane/metering"
+	"github.com/svcplatform/platform/controlplane/plans"
+	"github.com/svcplatform/platform/controlplane/projects"
+	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/controlplane/store/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// The assembly's services are what the area depends on.
+var (
+	_ Projects               = (*projects.Service)(nil)
+	_ Plans                  = (*accounts.Service)(nil)
+	_ Jobs                   = (*jobs.Runner)(nil)
+	_ metering.BatchRecorder = (*metering.Meter)(nil)
+)
+
+// eachEngine runs fn on SQLite and on PostgreSQL.
+func eachEngine(t *testing.T, fn func(t *testing.T, e pgtest.Engine)) {
+	for _, e := range pgtest.Engines() {
+		t.Run(e.Name, func(t *testing.T) { fn(t, e) })
+	}
+}
+
+// fakeProjects is the projects area as the memory area sees it.
+type fakeProjects map[string]projects.Project
+
+func (f fakeProjects) Get(_ context.Context, workspace, id string) (projects.Project, error) {
+	p, ok := f[id]
+	if !ok || p.WorkspaceID != workspace {
+		return projects.Project{}, api.NotFound("project")
+	}
+	return p, nil
+}
+
+func (f fakeProjects) Writable(ctx context.Context, workspace, id string) (projects.Project, error) {
+	p, err := f.Get(ctx, workspace, id)
+	if err == nil && p.Status == projects.StatusTeardownFailed {
+		return p, projects.ErrTeardownFailed
+	}
+	return p, err
+}
+
+type fakePlans map[string]plans.Name
+
+func (f fakePlans) Plan(_ context.Context, ws string) plans.Name { return f[ws] }
+
+// fakeJobs records the area's job kinds so a test runs them when it
+// chooses.
+type fakeJobs struct {
+	mu       sync.Mutex
+	handlers map[string]jobs.Handler
+	every    map[string]time.Duration
+}
+
+func (j *fakeJobs) Register(kind string, h jobs.Handler, _ jobs.KindOptions) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.handlers[kind] = h
+}
+
+func (j *fakeJobs) Every(kind string, d time.Duration) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.every[kind] = d
+}
+
+// keys authenticates "Bearer <name>" as the principal of that name.
+type keys map[string]*auth.Principal
+
+func (k keys) Authenticate(r *http.Request) (*auth.Principal, error) {
+	return k[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")], nil
+}
+
+// The callers of every test: workspace ws_a (hobby) with projects prj_a,
+// prj_b and prj_dead (teardown_failed); ws_b (pro) with prj_c.
+var callers = keys{
+	"owner":    {WorkspaceID: "ws_a", MemberID: "mem_o", Role: auth.Owner, KeyID: "key_o", KeyPrefix: "svc_o"},
+	"dev":      {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_d", KeyPrefix: "svc_d"},
+	"viewer":   {WorkspaceID: "ws_a", MemberID: "mem_v", Role: auth.Viewer, KeyID: "key_v", KeyPrefix: "svc_v"},
+	"readonly": {WorkspaceID: "ws_a", MemberID: "mem_o", Role: auth.Owner, KeyID: "key_r", KeyPrefix: "svc_r", ReadOnly: true},
+	"prjkey":   {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_p", KeyPrefix: "svc_p", ProjectID: "prj_a"},
+	"otherprj": {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_q", KeyPrefix: "svc_q", ProjectID: "prj_b"},
+	"stranger": {WorkspaceID: "ws_b", MemberID: "mem_s", Role: auth.Owner, KeyID: "key_s", KeyPrefix: "svc_s"},
+}
+
+var t0 = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+
+// fixture is the area on a fresh store, its routes mounted on a test
+// server.
+type fixture struct {
+	t     testing.TB
+	db    *store.DB
+	clk   *clock.Fake
+	meter *metering.Meter
+	jobs  *fakeJobs
+	svc   *Service
+	srv   *httptest.Server
+}
+
+// newFixture builds the area with cfg over a fresh store of engine e.
+func newFixture(t testing.TB, e pgtest.Engine, cfg Config) *fixture {
+	t.Helper()
+	f := &fixture{t: t, db: e.Open(t), clk: clock.NewFake(t0), jobs: &fakeJobs{handlers: map[string]jobs.Handler{}, every: map[string]time.Duration{}}}
+	f.meter = metering.New(f.db, f.clk)
+	if cfg.FlushEvery == 0 {
+		cfg.FlushEvery = time.Hour // tests flush when they look
+	}
+	prj := fakeProjects{
+		"prj_a":    {ID: "prj_a", WorkspaceID: "ws_a", Name: "Shop", Status: projects.StatusActive},
+		"prj_b":    {ID: "prj_b", WorkspaceID: "ws_a", Name: "Blog", Status: projects.StatusActive},
+		"prj_dead": {ID: "prj_dead", WorkspaceID: "ws_a", Name: "Gone", Status: projects.StatusTeardownFailed},
+		"prj_c":    {ID: "prj_c", WorkspaceID: "ws_b", Name: "Other", Status: projects.StatusActive},
+	}
+	var err error
+	f.svc, err = New(cfg, Deps{DB: f.db, Clock: f.clk, Meter: f.meter, Jobs: f.jobs, Projects: prj,
+		Plans: fakePlans{"ws_a": plans.Hobby, "ws_b": plans.Pro}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.svc.Close() })
+	mux := http.NewServeMux()
+	api.Mount(mux, Routes(Handlers{S: f.svc}), api.MountOptions{Authn: callers})
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// response is an answer of the test server.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) code() string {
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	json.Unmarshal(r.body, &e)
+	return e.Error.Code
+}
+
+// field returns a member of the error object.
+func (r response) field(name string) any {
+	var e struct {
+		Error map[string]any `json:"error"`
+	}
+	json.Unmarshal(r.body, &e)
+	return e.Error[name]
+}
+
+func (r response) decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+// call sends a request as key; body is sent as is when it is a string or
+// []byte, as JSON otherwise. path is sent as written (escapes included).
+func (f *fixture) call(key, method, path string, body any, header ...string) response {
+	f.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, f.srv.URL+path, rd)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := f.srv.Client().Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return response{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+// must calls and fails the test unless the status is want.
+func (f *fixture) must(want int, key, method, path string, body any, header ...string) response {
+	f.t.Helper()
+	r := f.call(key, method, path, body, header...)
+	if r.status != want {
+		f.t.Fatalf("%s %s as %s: status %d, want %d: %s", method, path, key, r.status, want, r.body)
+	}
+	return r
+}
+
+// create makes a store of prj_a as dev.
+func (f *fixture) create(name string) Store {
+	f.t.Helper()
+	var a StoreAnswer
+	f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_a/memory", map[string]any{"name": name}).decode(f.t, &a)
+	return a.Store
+}
+
+// store reads a store as the viewer.
+func (f *fixture) store(id string) Store {
+	f.t.Helper()
+	var a StoreAnswer
+	f.must(http.StatusOK, "viewer", "GET", "/api/memory/"+id, nil).decode(f.t, &a)
+	return a.Store
+}
+
+// count counts rows of a table (with an optional WHERE clause).
+func (f *fixture) count(table string, where ...any) int {
+	f.t.Helper()
+	q := `SELECT count(*) FROM ` + table
+	var args []any
+	if len(where) > 0 {
+		q += ` WHERE ` + where[0].(string)
+		args = where[1:]
+	}
+	var n int
+	if err := f.db.QueryRowContext(context.Background(), q, args...).Scan(&n); err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+// consistent checks that a store's counts are the sums of its rows.
+func (f *fixture) consistent(id string) {
+	f.t.Helper()
+	var keys, bytes, rows, sum int64
+	err := f.db.QueryRowContext(context.Background(), `SELECT key_count, bytes, (SELECT count(*) FROM memory_keys WHERE store_id = s.id),
+		(SELECT coalesce(sum(size), 0) FROM memory_keys WHERE store_id = s.id) FROM memory_stores s WHERE id = ?`, id).Scan(&keys, &bytes, &rows, &sum)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if keys != rows || bytes != sum {
+		f.t.Fatalf("store %s counts %d keys, %d bytes; its rows are %d keys, %d bytes", id, keys, bytes, rows, sum)
+	}
+}
+
+// sweep runs the area's registered sweep job as the runner would.
+func (f *fixture) sweep() {
+	f.t.Helper()
+	f.jobs.mu.Lock()
+	h := f.jobs.handlers[JobSweep]
+	f.jobs.mu.Unlock()
+	if h == nil {
+		f.t.Fatalf("no %s job registered", JobSweep)
+	}
+	if err := h(context.Background(), jobs.Job{Kind: JobSweep}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// operations is the memory_operations metered for ws_a after a flush.
+func (f *fixture) operations() float64 {
+	f.t.Helper()
+	if err := f.svc.Flush(context.Background()); err != nil {
+		f.t.Fatal(err)
+	}
+	n, err := f.meter.Total(context.Background(), "ws_a", "", metering.MemoryOperations, t0.Add(-24*time.Hour), t0.Add(365*24*time.Hour))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
