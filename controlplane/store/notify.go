@@ -252,7 +252,18 @@ func (n *Notifier) Listen(ctx context.Context, channel string) (<-chan string, e
 			return nil, fmt.Errorf("store: listen %s: %w", channel, ctx.Err())
 		}
 	}
-	s.stop = context.AfterFunc(ctx, func() { n.remove(channel, s) })
+	stop := context.AfterFunc(ctx, func() { n.remove(channel, s) })
+	// close reads s.stop under n.mu: set it there, unless the subscription
+	// already ended (the context, or the notifier closing meanwhile).
+	n.mu.Lock()
+	if _, live := n.subs[channel][s]; live && !n.closed {
+		s.stop = stop
+		stop = nil
+	}
+	n.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 	return s.ch, nil
 }
 
