@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/svcplatform/platform/netguard"
+	"github.com/svcplatform/platform/internal/netguard"
 )
 
 // outboundClient is the HTTP client for requests to addresses users choose

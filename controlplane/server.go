@@ -59,7 +59,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/store"
 	"github.com/svcplatform/platform/controlplane/usage"
 	"github.com/svcplatform/platform/controlplane/vectors"
-	"github.com/svcplatform/platform/netguard"
+	"github.com/svcplatform/platform/internal/netguard"
 	"github.com/svcplatform/platform/rules"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/svcplatform/platform/geodata"
-	"github.com/svcplatform/platform/jsonesc"
+	"github.com/svcplatform/platform/internal/jsonesc"
 	"github.com/svcplatform/platform/rules"
 )
 

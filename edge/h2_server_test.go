@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/platform/edge/internal/h2/h2test"
-	"github.com/svcplatform/platform/freeport"
+	"github.com/svcplatform/platform/internal/freeport"
 )
 
 // serveH2Loopback serves one connection with srv on a loopback socket and

@@ -12,7 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
-	"github.com/svcplatform/platform/netguard"
+	"github.com/svcplatform/platform/internal/netguard"
 	"github.com/svcplatform/platform/rules"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/svcplatform/platform/netguard"
+	"github.com/svcplatform/platform/internal/netguard"
 )
 
 // origin is a server app's or function's origin with its pooled client.

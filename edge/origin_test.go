@@ -17,8 +17,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/svcplatform/platform/freeport"
-	"github.com/svcplatform/platform/netguard"
+	"github.com/svcplatform/platform/internal/freeport"
+	"github.com/svcplatform/platform/internal/netguard"
 )
 
 // keepAliveOrigin is an app origin (net/http) with a keep-alive timeout

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svcplatform/platform/freeport"
+	"github.com/svcplatform/platform/internal/freeport"
 )
 
 // appOrigin is a test server app.

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 
-	"github.com/svcplatform/platform/passhash"
+	"github.com/svcplatform/platform/internal/passhash"
 )
 
 // MaxSitePasswordLen bounds a site password, so one check costs an attacker

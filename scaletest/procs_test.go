@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svcplatform/platform/freeport"
+	"github.com/svcplatform/platform/internal/freeport"
 )
 
 // binary is the platform binary TestMain builds ("" when the build failed;

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svcplatform/platform/freeport"
+	"github.com/svcplatform/platform/internal/freeport"
 )
 
 func freeAddr(t *testing.T) string {

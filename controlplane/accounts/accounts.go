@@ -32,7 +32,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/store"
-	"github.com/svcplatform/platform/passhash"
+	"github.com/svcplatform/platform/internal/passhash"
 )
 
 // Limits of this area.

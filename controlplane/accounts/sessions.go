@@ -12,7 +12,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/store"
-	"github.com/svcplatform/platform/passhash"
+	"github.com/svcplatform/platform/internal/passhash"
 )
 
 // SignInRequest is the body of POST /api/session.

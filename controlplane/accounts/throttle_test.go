@@ -18,7 +18,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/cptest"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/store/pgtest"
-	"github.com/svcplatform/platform/passhash"
+	"github.com/svcplatform/platform/internal/passhash"
 )
 
 const ownerPassword = "owner password 1"

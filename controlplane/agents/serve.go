@@ -9,7 +9,7 @@ import (
 	"net/url"
 
 	"github.com/svcplatform/platform/controlplane/api"
-	"github.com/svcplatform/platform/jsonesc"
+	"github.com/svcplatform/platform/internal/jsonesc"
 )
 
 // HeaderVia marks the REST requests a run's tools make; ViaAgent is its value.

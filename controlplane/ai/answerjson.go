@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/svcplatform/platform/jsonesc"
+	"github.com/svcplatform/platform/internal/jsonesc"
 )
 
 // The plain answer is written by hand: the fields of Answer in its

@@ -13,7 +13,7 @@ import (
 
 	"github.com/svcplatform/platform/controlplane/ai/provider"
 	"github.com/svcplatform/platform/controlplane/api"
-	"github.com/svcplatform/platform/jsonesc"
+	"github.com/svcplatform/platform/internal/jsonesc"
 )
 
 // The chat-completions-compatible surface under /api/ai/v1: an OpenAI SDK

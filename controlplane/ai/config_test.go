@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/svcplatform/platform/controlplane/billing"
-	"github.com/svcplatform/platform/jsonesc"
+	"github.com/svcplatform/platform/internal/jsonesc"
 )
 
 func TestLoadConfig(t *testing.T) {

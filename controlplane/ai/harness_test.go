@@ -23,7 +23,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/store"
-	"github.com/svcplatform/platform/passhash"
+	"github.com/svcplatform/platform/internal/passhash"
 )
 
 const ownerKey = "test-owner-key-0123456789abcdef"

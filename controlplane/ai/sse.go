@@ -7,7 +7,7 @@ import (
 
 	"github.com/svcplatform/platform/controlplane/ai/provider"
 	"github.com/svcplatform/platform/controlplane/api"
-	"github.com/svcplatform/platform/jsonesc"
+	"github.com/svcplatform/platform/internal/jsonesc"
 )
 
 // sseHeaders starts an event stream.

@@ -26,8 +26,8 @@ import (
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/dashboard"
 	"github.com/svcplatform/platform/controlplane/plans"
-	"github.com/svcplatform/platform/freeport"
-	"github.com/svcplatform/platform/passhash"
+	"github.com/svcplatform/platform/internal/freeport"
+	"github.com/svcplatform/platform/internal/passhash"
 )
 
 const (

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/api"
-	"github.com/svcplatform/platform/jsonesc"
+	"github.com/svcplatform/platform/internal/jsonesc"
 )
 
 // How values travel. A bound parameter is a JSON number (an integer

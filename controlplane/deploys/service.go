@@ -41,7 +41,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/repos"
 	"github.com/svcplatform/platform/controlplane/seal"
 	"github.com/svcplatform/platform/controlplane/store"
-	"github.com/svcplatform/platform/netguard"
+	"github.com/svcplatform/platform/internal/netguard"
 	"github.com/svcplatform/platform/rules"
 )
 

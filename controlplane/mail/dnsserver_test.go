@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 
-	"github.com/svcplatform/platform/freeport"
+	"github.com/svcplatform/platform/internal/freeport"
 )
 
 // dnsServer is a tiny authoritative DNS server for tests: TXT records by

@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svcplatform/platform/freeport"
+	"github.com/svcplatform/platform/internal/freeport"
 )
 
 // MailpitInstall is how Mailpit, the SMTP server the relay tests deliver

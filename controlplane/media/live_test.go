@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/plans"
-	"github.com/svcplatform/platform/freeport"
+	"github.com/svcplatform/platform/internal/freeport"
 )
 
 // freeAddr returns a loopback address nobody listens on, for a server

@@ -26,7 +26,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/payments"
 	"github.com/svcplatform/platform/controlplane/store"
 	"github.com/svcplatform/platform/controlplane/store/pgtest"
-	"github.com/svcplatform/platform/freeport"
+	"github.com/svcplatform/platform/internal/freeport"
 )
 
 // TestKill9DuringPaymentBurst is the crash proof of the payments area: a

@@ -12,7 +12,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/store"
-	"github.com/svcplatform/platform/passhash"
+	"github.com/svcplatform/platform/internal/passhash"
 )
 
 // E-mail tokens: single use, stored as SHA-256, sent only by mail.

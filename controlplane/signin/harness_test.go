@@ -33,7 +33,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/seal"
 	"github.com/svcplatform/platform/controlplane/store"
 	"github.com/svcplatform/platform/controlplane/store/pgtest"
-	"github.com/svcplatform/platform/passhash"
+	"github.com/svcplatform/platform/internal/passhash"
 )
 
 // TestMain stops the PostgreSQL server of PLATFORM_TEST_STORE=postgres runs.

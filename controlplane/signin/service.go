@@ -35,7 +35,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/ratelimit"
 	"github.com/svcplatform/platform/controlplane/seal"
 	"github.com/svcplatform/platform/controlplane/store"
-	"github.com/svcplatform/platform/passhash"
+	"github.com/svcplatform/platform/internal/passhash"
 )
 
 // Defaults of Config.

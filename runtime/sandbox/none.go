@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/svcplatform/platform/freeport"
+	"github.com/svcplatform/platform/internal/freeport"
 )
 
 // None runs programs as plain child processes of the platform, with the

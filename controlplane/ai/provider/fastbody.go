@@ -4,7 +4,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/svcplatform/platform/jsonesc"
+	"github.com/svcplatform/platform/internal/jsonesc"
 )
 
 // oaFastBody is an OpenAI chat request written by appending its JSON

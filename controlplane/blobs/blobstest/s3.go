@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/blobs"
-	"github.com/svcplatform/platform/freeport"
+	"github.com/svcplatform/platform/internal/freeport"
 )
 
 // Install is the command that installs the server the tests need.

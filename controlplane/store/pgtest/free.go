@@ -3,7 +3,7 @@ package pgtest
 import (
 	"fmt"
 
-	"github.com/svcplatform/platform/freeport"
+	"github.com/svcplatform/platform/internal/freeport"
 )
 
 // freePort picks a free TCP port on the loopback address (package freeport).

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svcplatform/platform/freeport"
+	"github.com/svcplatform/platform/internal/freeport"
 )
 
 func TestCheckURL(t *testing.T) {
