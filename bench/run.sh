@@ -8,9 +8,10 @@
 #
 # Settings (environment): ROUNDS, DURATION and WARMUP (seconds a run), CONNS
 # (wrk connections; requests in flight over HTTP/2 and HTTP/3), H_CONNS (their
-# connections), SERVER_CPU and CLIENT_CPU, ONLY (workloads: page4k
+# connections), H2LOAD_CONNS and H2LOAD_STREAMS (h2load's -c and -m),
+# SERVER_CPU and CLIENT_CPU, ONLY (workloads: page4k
 # file1m deny country proxy redirect), SERVERS (edge nginx nginx+rules varnish
-# caddy), PROTOS (https http h2 h3), QUIET (wait for idle cores before each run), BENCH_WORK (scratch directory, emptied; default /tmp/platform-bench),
+# caddy), PROTOS (https http h2 h3 h2load h2load-h1), QUIET (wait for idle cores before each run), BENCH_WORK (scratch directory, emptied; default /tmp/platform-bench),
 # HOLD=1 (start and check everything, then wait to be stopped, for poking at it),
 # EDGE_BIN (the platform binary to measure; default bin/platform, built first),
 # EDGE2_BIN (a second build measured in the same rounds as the server
@@ -47,6 +48,9 @@ fi
 TARGET_ROUNDS=${TARGET_ROUNDS:-$((${QUICK:-0} == 1 ? ROUNDS : ROUNDS + 6))}
 CONNS=${CONNS:-64}
 H_CONNS=${H_CONNS:-8} # HTTP/2 and HTTP/3 connections carrying the $CONNS requests in flight
+# h2load: connections and streams on each (h2load -c -m); h2load-h1 keeps
+# as many requests in flight over HTTP/1.1, one per connection.
+H2LOAD_CONNS=${H2LOAD_CONNS:-64} H2LOAD_STREAMS=${H2LOAD_STREAMS:-10}
 SERVER_CPU=${SERVER_CPU:-0} CLIENT_CPU=${CLIENT_CPU:-1}
 WORK=${BENCH_WORK:-/tmp/platform-bench}
 GEOIP=$ROOT/data/geo/country.mmdb
@@ -78,10 +82,13 @@ if [[ ${HOLD:-} == 1 ]]; then
 fi
 
 # The cells the speed targets compare (the cached page and forwarding over
-# HTTPS, edge and nginx; bench/README.md) run on alone after the full rounds, up to
-# TARGET_ROUNDS: a p99 or a req/s ratio taken from five 3-s runs moves by
-# tens of percent with the host, and the extra rounds narrow their medians.
-mapfile -t TCELLS < <(printf '%s\n' "${CELLS[@]}" | awk '($1 == "page4k" || $1 == "proxy") && $2 == "https" && ($3 == "edge" || $3 == "nginx")')
+# HTTPS, the cached page over HTTP/2 by h2load, edge and nginx, and the
+# edge's HTTP/1.1 by h2load; bench/README.md) run on alone after the full
+# rounds, up to TARGET_ROUNDS: a p99 or a req/s ratio taken from five 3-s
+# runs moves by tens of percent with the host, and the extra rounds narrow
+# their medians.
+mapfile -t TCELLS < <(printf '%s\n' "${CELLS[@]}" | awk '(($1 == "page4k" || $1 == "proxy") && $2 == "https" || $1 == "page4k" && $2 == "h2load") && ($3 == "edge" || $3 == "nginx") ||
+	$1 == "page4k" && $2 == "h2load-h1" && $3 == "edge"')
 ((TARGET_ROUNDS > ROUNDS && ${#TCELLS[@]} > 0)) || TARGET_ROUNDS=$ROUNDS
 runs=$((${#CELLS[@]} * ROUNDS + ${#TCELLS[@]} * (TARGET_ROUNDS - ROUNDS)))
 # Aligned to DAMON (load.sh, damon_wait), a run takes one of its ~5.2-s

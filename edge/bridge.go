@@ -1,9 +1,7 @@
 package edge
 
 import (
-	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -15,13 +13,13 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// The HTTP/3 and HTTP/2 bridge. quic-go's http3 server and net/http's
-// HTTP/2 server hand over a net/http request; the bridge copies it into a
-// pooled fasthttp.RequestCtx, runs the very handler chain of the HTTP/1.1
-// listener (serve: Shield, cache, headers, counts), and writes the
-// fasthttp response back. The HTTP/1.1 path stays pure fasthttp and
-// allocation-free; the bridge costs one header copy each way (see
-// BenchmarkHTTP3Bridge).
+// The HTTP/3 bridge. quic-go's http3 server hands over a net/http
+// request; the bridge copies it into a pooled fasthttp.RequestCtx, runs the
+// very handler chain of the HTTP/1.1 listener (serve: Shield, cache,
+// headers, counts), and writes the fasthttp response back. HTTP/1.1
+// (fasthttp) and HTTP/2 (edge/internal/h2, h2_server.go) run that chain on
+// fasthttp's own types, allocation-free; the bridge costs one header copy
+// each way (see BenchmarkHTTP3Bridge).
 
 // serveH3 answers one HTTP/3 request.
 func (e *Edge) serveH3(w http.ResponseWriter, r *http.Request) {
@@ -29,30 +27,7 @@ func (e *Edge) serveH3(w http.ResponseWriter, r *http.Request) {
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		remote = net.UDPAddrFromAddrPort(ap)
 	}
-	e.serveBridged(w, r, protoH3, e.h3Local, remote, true)
-}
-
-// h2ConnKey is the context key of an HTTP/2 connection's remote address,
-// set once per connection by the server's ConnContext (so no request
-// parses RemoteAddr again).
-type h2ConnKey struct{}
-
-// serveH2 answers one HTTP/2 request (over TLS, negotiated by ALPN). Its
-// body and write deadlines are the h2 server's per-stream ReadTimeout and
-// WriteTimeout (armed by the connection's serve loop, see newH2Server).
-func (e *Edge) serveH2(w http.ResponseWriter, r *http.Request) {
-	remote, _ := r.Context().Value(h2ConnKey{}).(net.Addr)
-	if remote == nil {
-		remote = &net.TCPAddr{}
-		if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-			remote = net.TCPAddrFromAddrPort(ap)
-		}
-	}
-	var local net.Addr
-	if e.httpsLn != nil {
-		local = e.httpsLn.Addr()
-	}
-	e.serveBridged(w, r, protoH2, local, remote, false)
+	e.serveBridged(w, r, protoH3, e.h3Local, remote)
 }
 
 // bridged is the pooled state of one bridged request: the RequestCtx and
@@ -63,10 +38,9 @@ type bridged struct {
 	body probedBody
 }
 
-// serveBridged answers one net/http request through serve. With
-// deadlines, it sets the request's body and write deadlines itself
-// (HTTP/3); HTTP/2's server sets them per stream.
-func (e *Edge) serveBridged(w http.ResponseWriter, r *http.Request, p proto, local, remote net.Addr, deadlines bool) {
+// serveBridged answers one net/http request through serve, within the
+// request's body and write deadlines (BodyTimeout, WriteTimeout).
+func (e *Edge) serveBridged(w http.ResponseWriter, r *http.Request, p proto, local, remote net.Addr) {
 	b, _ := e.ctxPool.Get().(*bridged)
 	if b == nil {
 		b = new(bridged)
@@ -79,14 +53,12 @@ func (e *Edge) serveBridged(w http.ResponseWriter, r *http.Request, p proto, loc
 		b.body = probedBody{}
 		e.ctxPool.Put(b)
 	}()
-	if deadlines {
-		// The same bounds as over TCP: a body that never ends, a client
-		// that never reads.
-		now := time.Now()
-		rc := http.NewResponseController(w)
-		rc.SetReadDeadline(now.Add(e.cfg.BodyTimeout))
-		rc.SetWriteDeadline(now.Add(e.cfg.WriteTimeout))
-	}
+	// The same bounds as over TCP: a body that never ends, a client that
+	// never reads.
+	now := time.Now()
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(now.Add(e.cfg.BodyTimeout))
+	rc.SetWriteDeadline(now.Add(e.cfg.WriteTimeout))
 	b.conn = bridgeConn{local: local, remote: remote, w: w}
 	ctx.Init2(&b.conn, fastLogger{e.log}, false)
 	toFastRequest(&ctx.Request, r, &b.body)
@@ -98,7 +70,7 @@ func (e *Edge) serveBridged(w http.ResponseWriter, r *http.Request, p proto, loc
 // A body of unknown length is read up to its first byte first (through
 // pb), so a request without content is forwarded without one: HTTP/3
 // gives no sign of it before the stream's end (quic-go sets no
-// http.NoBody, unlike HTTP/2's server), and a GET would otherwise go to the
+// http.NoBody), and a GET would otherwise go to the
 // origin as a chunked message, cut off invalid if the visitor goes away.
 // Browsers and quic-go's client end the stream with the request's header,
 // so the read returns at once; a body that is slow to start waits within
@@ -106,7 +78,7 @@ func (e *Edge) serveBridged(w http.ResponseWriter, r *http.Request, p proto, loc
 func toFastRequest(req *fasthttp.Request, r *http.Request, pb *probedBody) {
 	req.Header.SetMethod(r.Method)
 	if r.RequestURI != "" && r.RequestURI[0] == '/' {
-		req.Header.SetRequestURI(r.RequestURI) // as sent (HTTP/2 :path)
+		req.Header.SetRequestURI(r.RequestURI) // as sent (:path)
 	} else {
 		req.Header.SetRequestURI(r.URL.RequestURI())
 	}
@@ -173,10 +145,10 @@ var bridgedHeaderNames = func() map[string]string {
 }()
 
 // writeBridgedResponse copies a fasthttp response to a net/http response
-// writer (HTTP/3, HTTP/2). The header values, the Content-Length included,
+// writer (HTTP/3). The header values, the Content-Length included,
 // share one string and one []string backing array (two allocations for any
 // number of headers). The origin's Date (cache.KeepDate) is passed on
-// unchanged: the servers of HTTP/2 and HTTP/3 add a Date only when there is
+// unchanged: the HTTP/3 server adds a Date only when there is
 // none (RFC 9110 §6.6.1). A body known in full is written with one Write,
 // its length declared, so the server sends it with the header and ends the
 // stream with it.
@@ -283,7 +255,7 @@ func bridgeDate(now time.Time) []string {
 }
 
 // skipBridgedHeader reports the HTTP/1.1 connection headers a bridged
-// response leaves out (the server of HTTP/2 and HTTP/3 sets the length).
+// response leaves out (the HTTP/3 server sets the length).
 func skipBridgedHeader(k []byte) bool {
 	switch string(k) {
 	case fasthttp.HeaderContentLength, fasthttp.HeaderConnection, fasthttp.HeaderTransferEncoding, "Keep-Alive":
@@ -309,33 +281,3 @@ func (c *bridgeConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *bridgeConn) SetWriteDeadline(time.Time) error { return nil }
 
 var _ net.Conn = (*bridgeConn)(nil)
-
-// newH2Server returns the base configuration of the HTTP/2 server of the
-// HTTPS listener, with the edge's limits: per-stream body and write
-// deadlines (ReadTimeout, WriteTimeout) and the idle bound. Connections
-// are served by newH2ConnServer's function, from the TLS listener itself;
-// Shutdown on this server sends them GOAWAY (tlsMux.waitH2 waits for them).
-func (e *Edge) newH2Server() *http.Server {
-	var protos http.Protocols
-	protos.SetHTTP2(true)
-	return &http.Server{
-		Handler:           http.HandlerFunc(e.serveH2),
-		TLSConfig:         e.tlsConfig.Clone(), // names h2; ConfigureServer writes to it
-		Protocols:         &protos,
-		ReadHeaderTimeout: e.cfg.ReadTimeout,
-		IdleTimeout:       e.cfg.IdleTimeout,
-		MaxHeaderBytes:    e.cfg.MaxHeaderBytes,
-		// Per-stream deadlines, armed by the connection's serve loop when a
-		// stream opens (cheaper than a ResponseController message per
-		// request): the body within BodyTimeout, the response within
-		// WriteTimeout; a connection that takes no bytes for WriteTimeout
-		// is closed.
-		ReadTimeout:  e.cfg.BodyTimeout,
-		WriteTimeout: e.cfg.WriteTimeout,
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return context.WithValue(ctx, h2ConnKey{}, c.RemoteAddr())
-		},
-		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: h2MaxStreams, WriteByteTimeout: e.cfg.WriteTimeout},
-		ErrorLog: slog.NewLogLogger(e.log.Handler(), slog.LevelDebug),
-	}
-}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/svcplatform/platform/cache"
 	"github.com/svcplatform/platform/controlplane/blobs"
+	"github.com/svcplatform/platform/edge/internal/h2"
 	"github.com/svcplatform/platform/edge/localca"
 	"github.com/svcplatform/platform/geodata"
 	"github.com/svcplatform/platform/rules"
@@ -67,7 +68,7 @@ type Edge struct {
 	udp             net.PacketConn
 	httpSrv         *fasthttp.Server
 	httpsSrv        *fasthttp.Server
-	h2              *http.Server // HTTP/2 over TLS, bridged into serve
+	h2              *h2.Server // HTTP/2 over TLS (edge/internal/h2, h2_server.go)
 	mux             *tlsMux
 	upgraded        upgradeSet // spliced WebSocket connections
 	access          *accessLog // nil when off
@@ -278,14 +279,15 @@ func (e *Edge) Run(ctx context.Context) error {
 		e.log.Info("edge: built without the runtime patch of make build: Go's poller serves each batch of ready connections newest first, a longer tail under load (edge/netpoll.go)")
 	}
 
-	e.h2 = e.newH2Server()
+	e.h2 = e.newH2()
 	e.mux = newTLSMux(newPerIPListener(e.httpsLn, e.cfg.MaxConnsPerIP, e.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused),
 		e.tlsConfig, e.cfg.ReadTimeout)
-	e.mux.serveH2 = e.newH2ConnServer(e.h2) // HTTP/2 served on the mux's TLS connections (bridge.go)
-	errc := make(chan error, 4)
+	// HTTP/2 is served on the mux's TLS connections, on each handshake's
+	// goroutine; HTTP/1.1 by fasthttp from the mux's queue.
+	e.mux.serveH2 = func(c *tls.Conn) { e.h2.ServeConn(c) }
+	errc := make(chan error, 3)
 	go e.mux.run()
 	go func() { errc <- serveErr("https", e.httpsSrv.Serve(e.mux.h1)) }()
-	go func() { errc <- serveErr("https (HTTP/2)", e.h2.Serve(e.mux.h2)) }()
 	if e.httpSrv != nil {
 		go func() {
 			errc <- serveErr("http", e.httpSrv.Serve(lazyDeadlineListener{newPerIPListener(e.httpLn, e.cfg.MaxConnsPerIP, e.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused)}))
@@ -315,7 +317,7 @@ func (e *Edge) Run(ctx context.Context) error {
 	e.mux.close()
 	var sw sync.WaitGroup
 	sw.Go(func() { e.h3.Shutdown(shutdown); e.h3.Close() })
-	sw.Go(func() { e.h2.Shutdown(shutdown); e.mux.waitH2(shutdown) })
+	sw.Go(func() { e.h2.StartShutdown(); e.mux.waitH2(shutdown) })
 	if e.httpSrv != nil {
 		sw.Go(func() { e.httpSrv.ShutdownWithContext(shutdown) })
 	}

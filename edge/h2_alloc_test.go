@@ -63,7 +63,7 @@ func TestH2CachedHitDoesNotAllocate(t *testing.T) {
 // over every protocol.
 func h2Client(tb testing.TB, e *Edge) *h2test.Client {
 	tb.Helper()
-	c := serveH2Loopback(tb, e.newH2(nil))
+	c := serveH2Loopback(tb, e.newH2())
 	cl, err := h2test.NewClient(c)
 	if err != nil {
 		tb.Fatal(err)

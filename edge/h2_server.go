@@ -1,9 +1,6 @@
 package edge
 
 import (
-	"crypto/tls"
-	"net/http"
-
 	"github.com/valyala/fasthttp"
 
 	"github.com/svcplatform/platform/edge/internal/h2"
@@ -25,23 +22,16 @@ const (
 	h2HeaderListSlack = 64 * 32
 )
 
-// newH2ConnServer returns the function that serves one HTTP/2 connection
-// of the HTTPS listener (tlsMux.serveH2): the edge's own HTTP/2 server
-// (edge/internal/h2) on the TLS connection the mux handshook, each
-// request decoded into a pooled fasthttp.RequestCtx and answered by the
-// very handler chain of HTTP/1.1 (serve with protoH2). Requests for
-// static sites run on the connection's goroutine (a cached page costs no
-// goroutine switch and no allocation; see h2Inline); the others, and every
-// request with a body, on a worker goroutine. Shutdown on base starts the graceful
-// close of every connection (GOAWAY); tlsMux.waitH2 waits for them.
-func (e *Edge) newH2ConnServer(base *http.Server) func(*tls.Conn) {
-	srv := e.newH2(base)
-	return func(c *tls.Conn) { srv.ServeConn(c) }
-}
-
-// newH2 returns the edge's HTTP/2 server, stopped gracefully by base's
-// Shutdown when base is not nil.
-func (e *Edge) newH2(base *http.Server) *h2.Server {
+// newH2 returns the edge's HTTP/2 server (edge/internal/h2), served on
+// the TLS connections tlsMux handshook (tlsMux.serveH2): each request is
+// decoded into a pooled fasthttp.RequestCtx and answered by the very
+// handler chain of HTTP/1.1 (serve with protoH2). Requests for static
+// sites run on the connection's goroutine (a cached page costs no
+// goroutine switch and no allocation; see h2Inline); the others, and
+// every request with a body, on a worker goroutine. StartShutdown begins
+// the graceful close of every connection (GOAWAY); tlsMux.waitH2 waits
+// for them.
+func (e *Edge) newH2() *h2.Server {
 	srv := &h2.Server{
 		Handler:              e.serveH2Request,
 		Inline:               e.h2Inline,
@@ -56,9 +46,6 @@ func (e *Edge) newH2(base *http.Server) *h2.Server {
 		NoDefaultContentType: true,
 		Logger:               fastLogger{e.log},
 		Now:                  e.now,
-	}
-	if base != nil {
-		base.RegisterOnShutdown(srv.StartShutdown)
 	}
 	return srv
 }

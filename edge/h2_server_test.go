@@ -3,7 +3,6 @@ package edge
 import (
 	"bytes"
 	"net"
-	"net/http"
 	"testing"
 	"time"
 
@@ -51,36 +50,12 @@ func serveH2Loopback(tb testing.TB, srv interface{ ServeConn(net.Conn) error }) 
 	return c
 }
 
-// bridgedH2 is the HTTP/2 server the edge had before edge/internal/h2:
-// net/http's (x/net/http2's server inside), its requests copied into a
-// fasthttp.RequestCtx and back (bridge.go), kept here to measure against.
-type bridgedH2 struct{ e *Edge }
-
-func (b bridgedH2) ServeConn(c net.Conn) error {
-	base := b.e.newH2Server()
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	base.Protocols, base.TLSConfig = &p, nil
-	closed := make(chan struct{})
-	base.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateClosed {
-			close(closed)
-		}
-	}
-	q := newConnQueue(c.LocalAddr())
-	go base.Serve(q)
-	q.push(c)
-	<-closed
-	return base.Close()
-}
-
 // BenchmarkH2CachedHit is bench/ workload 1 over HTTP/2 in one process,
 // server side: a 4 KB static page from the cache with Shield on, asked
 // again and again on one connection by an allocation-free client
-// (h2test) over a loopback socket, cleartext. "native" is the edge's
-// HTTP/2 server; "bridged" is x/net/http2's with the bridge it replaced.
-// One request at a time, or ten at once per round trip (m10, as h2load -m
-// 10 sends them); allocs/op are the server's (the client allocates
+// (h2test) over a loopback socket, cleartext, served by the edge's HTTP/2
+// server. One request at a time, or ten at once per round trip (m10, as
+// h2load -m 10 sends them); allocs/op are the server's (the client allocates
 // nothing), per round trip; cpu-ns/request is the process's CPU time, the
 // client's included (the same small part in every case), so it holds on
 // a busy machine where ns/request does not.
@@ -92,10 +67,8 @@ func BenchmarkH2CachedHit(b *testing.B) {
 		srv     interface{ ServeConn(net.Conn) error }
 		streams int // requests sent at once
 	}{
-		{"native", ue.newH2(nil), 1},
-		{"bridged", bridgedH2{ue.Edge}, 1},
-		{"native/m10", ue.newH2(nil), 10},
-		{"bridged/m10", bridgedH2{ue.Edge}, 10},
+		{"native", ue.newH2(), 1},
+		{"native/m10", ue.newH2(), 10},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			cl, err := h2test.NewClient(serveH2Loopback(b, bc.srv))

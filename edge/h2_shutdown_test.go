@@ -9,11 +9,11 @@ import (
 	"time"
 )
 
-// TestHTTP2GracefulShutdown: HTTP/2 connections are served by
-// http2.Server.ServeConn on the mux's TLS connections; on stop, a request
-// in flight on one finishes (the connection gets GOAWAY, then ends), and
-// one past ShutdownTimeout is cut when its connection is closed, so Run
-// returns in bounded time.
+// TestHTTP2GracefulShutdown: HTTP/2 connections are served by the edge's
+// HTTP/2 server (edge/internal/h2) on the mux's TLS connections; on stop,
+// a request in flight on one finishes (the connection gets GOAWAY, then
+// ends), and one past ShutdownTimeout is cut when its connection is
+// closed, so Run returns in bounded time.
 func TestHTTP2GracefulShutdown(t *testing.T) {
 	for _, tc := range []struct {
 		name     string

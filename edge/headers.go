@@ -11,7 +11,7 @@ const (
 	protoHTTP  proto = iota // plain HTTP: redirects only
 	protoHTTPS              // HTTP/1.1 over TLS
 	protoH3                 // HTTP/3 over QUIC
-	protoH2                 // HTTP/2 over TLS (bridged)
+	protoH2                 // HTTP/2 over TLS (edge/internal/h2)
 )
 
 // Header names and values the edge sets, as bytes so that setting them does

@@ -15,14 +15,13 @@ import (
 // the server of the negotiated protocol: HTTP/2 ("h2") is served right
 // there, on the handshake's goroutine, by serveH2 (the edge's HTTP/2
 // server, edge/internal/h2, whose requests run the very handler chain of
-// fasthttp, see h2_server.go); anything else goes to fasthttp, which
-// serves HTTP/1.1. Without serveH2, h2 connections are queued on h2 for a
-// net/http server.
+// fasthttp, see h2_server.go); anything else is queued on h1 for
+// fasthttp, which serves HTTP/1.1.
 type tlsMux struct {
 	ln               net.Listener
 	cfg              *tls.Config
 	handshakeTimeout time.Duration
-	h1, h2           *connQueue
+	h1               *connQueue
 	wg               sync.WaitGroup // handshakes in flight
 	done             chan struct{}  // closed when run has returned
 
@@ -36,16 +35,15 @@ type tlsMux struct {
 
 func newTLSMux(ln net.Listener, cfg *tls.Config, handshakeTimeout time.Duration) *tlsMux {
 	return &tlsMux{ln: ln, cfg: cfg, handshakeTimeout: handshakeTimeout,
-		h1: newConnQueue(ln.Addr()), h2: newConnQueue(ln.Addr()), done: make(chan struct{})}
+		h1: newConnQueue(ln.Addr()), done: make(chan struct{})}
 }
 
-// run accepts until the listener is closed, then closes both queues (their
-// servers' Serve return) once the handshakes in flight are done.
+// run accepts until the listener is closed, then closes the HTTP/1.1 queue
+// (fasthttp's Serve returns) once the handshakes in flight are done.
 func (m *tlsMux) run() {
 	defer func() {
 		m.wg.Wait()
 		m.h1.Close()
-		m.h2.Close()
 		close(m.done)
 	}()
 	for {
@@ -71,15 +69,11 @@ func (m *tlsMux) handshake(conn net.Conn) {
 		return
 	}
 	c.SetDeadline(time.Time{})
-	q := m.h1
 	if tc.ConnectionState().NegotiatedProtocol == "h2" {
-		if m.serveH2 != nil {
-			m.serveHTTP2(tc)
-			return
-		}
-		q = m.h2
+		m.serveHTTP2(tc)
+		return
 	}
-	q.push(tc)
+	m.h1.push(tc)
 }
 
 // serveHTTP2 serves an HTTP/2 connection with serveH2, tracked so that a

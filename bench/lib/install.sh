@@ -2,11 +2,12 @@
 # install_tools installs, from Debian's packages and only when missing, the
 # peers and the load generator: nginx (with the GeoIP2 module for the
 # country rule of its Shield-like server), Varnish, hitch (Varnish's TLS
-# terminator), Caddy, wrk, and the small tools the scripts use.
+# terminator), Caddy, the load generators wrk and h2load (nghttp2-client),
+# and the small tools the scripts use.
 # Idempotent: with everything present it installs nothing and runs no apt.
 install_tools() {
 	local need=() pair cmd deb
-	for pair in nginx:nginx varnishd:varnish hitch:hitch caddy:caddy wrk:wrk \
+	for pair in nginx:nginx varnishd:varnish hitch:hitch caddy:caddy wrk:wrk h2load:nghttp2-client \
 		curl:curl jq:jq openssl:openssl taskset:util-linux \
 		/usr/lib/nginx/modules/ngx_http_geoip2_module.so:libnginx-mod-http-geoip2; do
 		cmd=${pair%%:*} deb=${pair##*:}

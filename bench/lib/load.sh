@@ -43,6 +43,10 @@ page4k h2 nginx https://127.0.0.1:$NGINX_HTTPS/ $s $ALLOW_IP ok
 page4k h2 caddy https://127.0.0.1:$CADDY_HTTPS/ $s $ALLOW_IP ok
 page4k h3 edge https://127.0.0.1:$EDGE_HTTPS/ $s $ALLOW_IP ok
 page4k h3 caddy https://127.0.0.1:$CADDY_HTTPS/ $s $ALLOW_IP ok
+page4k h2load edge https://127.0.0.1:$EDGE_HTTPS/ $s $ALLOW_IP ok
+page4k h2load nginx https://127.0.0.1:$NGINX_HTTPS/ $s $ALLOW_IP ok
+page4k h2load caddy https://127.0.0.1:$CADDY_HTTPS/ $s $ALLOW_IP ok
+page4k h2load-h1 edge https://127.0.0.1:$EDGE_HTTPS/ $s $ALLOW_IP ok
 proxy https edge https://127.0.0.1:$EDGE_HTTPS/api/items $a $ALLOW_IP ok
 proxy https nginx https://127.0.0.1:$NGINX_PROXY_HTTPS/api/items $a $ALLOW_IP ok
 proxy https nginx+rules https://127.0.0.1:$NGINX_RULES_HTTPS/api/items $a $ALLOW_IP ok
@@ -60,8 +64,8 @@ redirect http caddy http://127.0.0.1:$CADDY_REDIRECT/ $s $ALLOW_IP ok
 CELLS
 }
 
-# selected_cells applies ONLY (workloads), PROTOS (https http h2 h3) and
-# SERVERS (servers) filters.
+# selected_cells applies ONLY (workloads), PROTOS (https http h2 h3 h2load
+# h2load-h1) and SERVERS (servers) filters.
 selected_cells() {
 	local w p s rest
 	cells | while read -r w p s rest; do
@@ -82,6 +86,8 @@ check_cell() {
 	h2 | h3) # curl has no HTTP/3 in Debian: the load generator checks both
 		out=$("$WORK/loadgen" -proto "$p" -check -H "Host: $host" -H "X-Forwarded-For: $xff" \
 			-H "User-Agent: $BENCH_UA" "$url" 2>&1) || die "$w $p $s: $url does not answer over $p: $out" ;;
+	h2load | h2load-h1) # the protocol h2load negotiates is checked too
+		out=$(h2load_check "$p" "$url" "$host" "$xff" 2>&1) || die "$w $p $s: $url does not answer h2load: $out" ;;
 	*)
 		out=$(curl -sk -o /dev/null -w '%{http_code} %{size_download}' -H "Host: $host" -H "X-Forwarded-For: $xff" \
 			-A "$BENCH_UA" "$url") || die "$w $p $s: $url does not answer" ;;
@@ -150,6 +156,30 @@ mm_ticks() {
 		if (a[2] == 2 && comm ~ /^(kdamond|kswapd|kcompactd|khugepaged)/) t += a[12] + a[13] } END { print t + 0 }'
 }
 
+# server_pids SERVER prints the PIDs of SERVER's processes: the one the
+# bench started and its children (nginx's worker, Varnish's child, hitch's
+# workers). nginx+rules is a server block of the nginx process.
+server_pids() {
+	local n pid names=$1
+	case $1 in
+	nginx+rules) names=nginx ;;
+	varnish) names="varnish hitch" ;;
+	esac
+	for n in $names; do
+		pid=$(pid_of "$n") || continue
+		echo "$pid"
+		pgrep -P "$pid" || true
+	done
+}
+
+# server_ticks PID... prints the CPU ticks (user and system, every thread)
+# the processes have used so far.
+server_ticks() {
+	local p
+	for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null || true; done |
+		awk '{ s = $0; sub(/^.*\) /, "", s); split(s, a, " "); t += a[12] + a[13] } END { print t + 0 }'
+}
+
 # gc_count SERVER prints how many GC cycles the edge (or edge2) has
 # completed (its admin listener's go_gc_duration_seconds_count), or -1 for
 # another server.
@@ -177,9 +207,55 @@ loadgen_run() {
 		-H "Host: $4" -H "X-Forwarded-For: $5" -H "User-Agent: $BENCH_UA" -H 'Accept: */*' "$3"
 }
 
+# h2load_args PROTO HOST XFF [CONNS STREAMS] prints h2load's arguments for
+# the h2load cells, one a line: HTTP/2 with $H2LOAD_CONNS connections of
+# $H2LOAD_STREAMS streams each; h2load-h1: HTTP/1.1 over TLS (--h1), one
+# request at a time on each connection (browsers do not pipeline), on as
+# many connections as that makes requests in flight. One thread; the same
+# headers as wrk's (h2load sends no Accept-Encoding unless told).
+h2load_args() {
+	local c=${4:-$H2LOAD_CONNS} m=${5:-$H2LOAD_STREAMS}
+	if [[ $1 == h2load-h1 ]]; then
+		printf '%s\n' --h1
+		c=$((c * m)) m=1
+	fi
+	printf '%s\n' -t1 -c"$c" -m"$m" -H ":authority: $2" -H "X-Forwarded-For: $3" -H "User-Agent: $BENCH_UA" -H 'Accept: */*'
+}
+
+# h2load_alpn PROTO: the protocol h2load must negotiate for PROTO.
+h2load_alpn() {
+	if [[ $1 == h2load-h1 ]]; then echo http/1.1; else echo h2; fi
+}
+
+# h2load_run PROTO DURATION URL HOST XFF: one h2load run: its connections
+# opened and WARMUP seconds of load sent before the DURATION it counts
+# (--warm-up-time; run_cell reads the CPU counters once the warm-up is
+# over), printed as the BENCHJSON line of wrk.lua (benchkit h2load, the
+# percentiles from h2load's per-request log).
+h2load_run() {
+	local out args
+	mapfile -t args < <(h2load_args "$1" "$4" "$5")
+	rm -f "$WORK/h2load.log" # h2load appends to it
+	out=$(taskset -c "$CLIENT_CPU" h2load "${args[@]}" --warm-up-time="${WARMUP}s" -D"$2s" \
+		--log-file="$WORK/h2load.log" "$3" 2>&1) || { printf '%s\n' "$out" && return 1; }
+	printf '%s\n' "$out"
+	"$WORK/benchkit" h2load -proto "$(h2load_alpn "$1")" -log "$WORK/h2load.log" <<<"$out"
+}
+
+# h2load_check PROTO URL HOST XFF: one request with h2load; prints "status
+# bytes" once the protocol negotiated is checked.
+h2load_check() {
+	local out args
+	mapfile -t args < <(h2load_args "$1" "$3" "$4" 1 1)
+	rm -f "$WORK/h2load-check.log"
+	out=$(h2load "${args[@]}" -n1 --log-file="$WORK/h2load-check.log" "$2" 2>&1) || { printf '%s\n' "$out" && return 1; }
+	"$WORK/benchkit" h2load -check -proto "$(h2load_alpn "$1")" -log "$WORK/h2load-check.log" <<<"$out"
+}
+
 load_run() { # PROTO DURATION URL HOST XFF
 	case $1 in
 	h2 | h3) loadgen_run "$@" ;;
+	h2load | h2load-h1) h2load_run "$@" ;;
 	*) wrk_run "${@:2}" ;;
 	esac
 }
@@ -215,10 +291,20 @@ damon_wait() {
 }
 
 # run_cell ROUND W P S URL HOST XFF EXPECT appends one line to results.jsonl.
+# The counters (the cores', the server's processes', the machine's other
+# processes') are read around the measured run; for h2load, which warms
+# up within its run, from the end of its warm-up.
 run_cell() {
-	local round=$1 w=$2 p=$3 s=$4 url=$5 host=$6 xff=$7 expect=$8 s0 s1 c0 c1 f0 f1 out json
+	local round=$1 w=$2 p=$3 s=$4 url=$5 host=$6 xff=$7 expect=$8 s0 s1 c0 c1 f0 f1 t0 t1 out json srv_pids lp
+	local tick_ms
+	tick_ms=$(awk -v t="$(getconf CLK_TCK)" 'BEGIN { print 1000 / t }')
+	mapfile -t srv_pids < <(server_pids "$s")
+	((${#srv_pids[@]} > 0)) || die "no process of $s to measure"
 	wait_quiet
-	load_run "$p" "$WARMUP" "$url" "$host" "$xff" >/dev/null 2>&1 || true
+	case $p in
+	h2load*) ;; # its warm-up is part of its run
+	*) load_run "$p" "$WARMUP" "$url" "$host" "$xff" >/dev/null 2>&1 || true ;;
+	esac
 	# A run during which the hypervisor took more than STEAL_MAX % of either
 	# core (steal: the host ran another guest there), or the kernel's
 	# memory-management threads more than MM_MAX % of a core (mm_ticks),
@@ -229,10 +315,23 @@ run_cell() {
 	while :; do
 		damon=$(damon_wait)
 		g0=$(gc_count "$s")
+		lp=""
+		case $p in
+		h2load*)
+			load_run "$p" "$DURATION" "$url" "$host" "$xff" >"$WORK/run.out" 2>&1 &
+			lp=$!
+			sleep "$WARMUP"
+			;;
+		esac
 		f0=$(foreign_ticks) m0=$(mm_ticks)
-		s0=$(cpu_ticks "$SERVER_CPU") c0=$(cpu_ticks "$CLIENT_CPU")
-		out=$(load_run "$p" "$DURATION" "$url" "$host" "$xff" 2>&1) || die "the load generator failed on $w $p $s: $out"
-		s1=$(cpu_ticks "$SERVER_CPU") c1=$(cpu_ticks "$CLIENT_CPU")
+		s0=$(cpu_ticks "$SERVER_CPU") c0=$(cpu_ticks "$CLIENT_CPU") t0=$(server_ticks "${srv_pids[@]}")
+		if [[ -n $lp ]]; then
+			wait "$lp" || die "the load generator failed on $w $p $s: $(cat "$WORK/run.out")"
+			out=$(cat "$WORK/run.out")
+		else
+			out=$(load_run "$p" "$DURATION" "$url" "$host" "$xff" 2>&1) || die "the load generator failed on $w $p $s: $out"
+		fi
+		t1=$(server_ticks "${srv_pids[@]}") s1=$(cpu_ticks "$SERVER_CPU") c1=$(cpu_ticks "$CLIENT_CPU")
 		f1=$(foreign_ticks) m1=$(mm_ticks)
 		g1=$(gc_count "$s")
 		steal=$(awk -v a="$(pct 3 "$s0" "$s1")" -v b="$(pct 3 "$c0" "$c1")" 'BEGIN { print (a > b ? a : b) }')
@@ -246,10 +345,12 @@ run_cell() {
 	done
 	json=$(grep '^BENCHJSON ' <<<"$out" | cut -d' ' -f2-)
 	[[ -n $json ]] || die "no result from the load generator on $w $p $s: $out"
-	printf '{"round":%d,"workload":"%s","proto":"%s","server":"%s","expect":"%s","cpu_server":%s,"cpu_client":%s,"steal_server":%s,"steal_client":%s,"steal_retries":%d,"mm_cpu":%s,"damon_wait_ms":%d,"gc_cycles":%d,"foreign_cpu":%s,"wrk":%s}\n' \
-		"$round" "$w" "$p" "$s" "$expect" "$(pct 1 "$s0" "$s1")" "$(pct 1 "$c0" "$c1")" "$(pct 3 "$s0" "$s1")" "$(pct 3 "$c0" "$c1")" "$tries" "$mm" "$damon" \
+	printf '{"round":%d,"workload":"%s","proto":"%s","server":"%s","expect":"%s","cpu_server":%s,"cpu_server_ms":%s,"cpu_client":%s,"steal_server":%s,"steal_client":%s,"steal_retries":%d,"mm_cpu":%s,"damon_wait_ms":%d,"gc_cycles":%d,"foreign_cpu":%s,"wrk":%s}\n' \
+		"$round" "$w" "$p" "$s" "$expect" "$(pct 1 "$s0" "$s1")" "$(awk -v t="$((t1 - t0))" -v m="$tick_ms" 'BEGIN { print t * m }')" \
+		"$(pct 1 "$c0" "$c1")" "$(pct 3 "$s0" "$s1")" "$(pct 3 "$c0" "$c1")" "$tries" "$mm" "$damon" \
 		"$(awk -v a="$g0" -v b="$g1" 'BEGIN { print (a < 0 || b < 0 ? -1 : b - a) }')" \
 		"$(share "$((f1 - f0))" "$s0" "$s1")" "$json" >>"$OUT/results.jsonl"
 	printf '%s\n' "$out" >>"$OUT/wrk.log"
-	log "round $round  $w $p $s: $(jq -r '"\(.requests / (.duration_us / 1e6) | floor) req/s  p50 \(.p50) µs  p99 \(.p99) µs"' <<<"$json")"
+	log "round $round  $w $p $s: $(jq -r --argjson ms "$(awk -v t="$((t1 - t0))" -v m="$tick_ms" 'BEGIN { print t * m }')" \
+		'"\(.requests / (.duration_us / 1e6) | floor) req/s  \($ms * 1000 / .requests * 10 | round / 10) µs CPU/req  p50 \(.p50) µs  p99 \(.p99) µs"' <<<"$json")"
 }

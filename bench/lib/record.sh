@@ -13,7 +13,7 @@ tls_of() { # PORT
 # the environment.
 bench_command() {
 	local v cmd=""
-	for v in QUICK ROUNDS TARGET_ROUNDS DURATION WARMUP CONNS H_CONNS ONLY PROTOS SERVERS EDGE_BIN EDGE2_BIN EDGE_MODE QUIET DAMON_ALIGN STEAL_MAX MM_MAX STEAL_RETRIES SERVER_CPU CLIENT_CPU; do
+	for v in QUICK ROUNDS TARGET_ROUNDS DURATION WARMUP CONNS H_CONNS H2LOAD_CONNS H2LOAD_STREAMS ONLY PROTOS SERVERS EDGE_BIN EDGE2_BIN EDGE_MODE QUIET DAMON_ALIGN STEAL_MAX MM_MAX STEAL_RETRIES SERVER_CPU CLIENT_CPU; do
 		[[ -n ${!v:-} ]] || continue
 		cmd+="$v=${!v} "
 	done
@@ -64,13 +64,16 @@ record_settings() {
 - load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)
 - DAMON: $(damon_settings)
 - edge: ${EDGE_BIN:+$EDGE_BIN, not bin/platform; }platform $commit$dirty, $("$GO" version | cut -d' ' -f3), fasthttp $(awk '/valyala\/fasthttp /{print $2}' "$ROOT/go.mod"), netpoll order $(netpoll_order "${EDGE_BIN:-$ROOT/bin/platform}")${EDGE2_BIN:+ (edge2: $(netpoll_order "$EDGE2_BIN"))}
-- nginx $(nginx -v 2>&1 | cut -d/ -f2) ($(nginx -V 2>&1 | awk '/built with OpenSSL/{print "OpenSSL " $4}')), $("$VARNISHD" -V 2>&1 | head -1 | cut -d' ' -f1 | tr -d '(' ) $("$VARNISHD" -V 2>&1 | head -1 | awk '{print $2}' | tr -d '(' ), hitch $(hitch --version 2>&1 | awk '{print $2}'), Caddy $(caddy version | cut -d' ' -f1), wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}'), $(openssl version | cut -d' ' -f1-2)
+- nginx $(nginx -v 2>&1 | cut -d/ -f2) ($(nginx -V 2>&1 | awk '/built with OpenSSL/{print "OpenSSL " $4}')), $("$VARNISHD" -V 2>&1 | head -1 | cut -d' ' -f1 | tr -d '(' ) $("$VARNISHD" -V 2>&1 | head -1 | awk '{print $2}' | tr -d '(' ), hitch $(hitch --version 2>&1 | awk '{print $2}'), Caddy $(caddy version | cut -d' ' -f1), wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}'), h2load $(h2load --version | awk -F/ '{print $2}'), $(openssl version | cut -d' ' -f1-2)
 
 ## Settings
 
 - server under test on CPU $SERVER_CPU (taskset), one at a time under load, all started once and idle otherwise;
   wrk on CPU $CLIENT_CPU (taskset), \`wrk -t1 -c$CONNS -d${DURATION}s --timeout 10s\`, keep-alive, after a ${WARMUP} s warm-up run;
   HTTP/2 and HTTP/3 rows: \`bench/cmd/loadgen -c $CONNS -conns $H_CONNS\` (Go's HTTP/2 client, quic-go's HTTP/3 client) with GOMAXPROCS=1 on CPU $CLIENT_CPU;
+  "HTTP/2, h2load" rows: \`h2load -t1 -c$H2LOAD_CONNS -m$H2LOAD_STREAMS --warm-up-time=${WARMUP}s -D${DURATION}s\`, "HTTPS, h2load --h1" rows:
+  \`h2load --h1 -t1 -c$((H2LOAD_CONNS * H2LOAD_STREAMS)) -m1\` (as many requests in flight, one per connection), on CPU $CLIENT_CPU,
+  the counters read from the end of the warm-up; CPU per request: the server's processes' CPU time (/proc/PID/stat) ÷ requests;
   $ROUNDS round(s), each running every cell once, even rounds in reverse order; then rounds $((ROUNDS + 1))-$TARGET_ROUNDS
   of the cells the speed targets compare only (workloads 1 and 4 over HTTPS, edge and nginx), when TARGET_ROUNDS > ROUNDS
 - edge: \`GOMAXPROCS=1 platform serve --trusted-proxies 127.0.0.1/32 --geoip data/geo/country.mmdb --log-level warn\`

@@ -54,12 +54,31 @@ type result struct {
 	// DAMON to end before it started (bench/lib/load.sh, damon_wait): -1
 	// when it did not wait (DAMON_ALIGN=0, no kdamond), -2 when no burst
 	// came; nil in older results.
-	DAMONWait *int     `json:"damon_wait_ms"`
-	Foreign   float64  `json:"foreign_cpu"`
-	Wrk       wrkStats `json:"wrk"`
+	DAMONWait *int    `json:"damon_wait_ms"`
+	Foreign   float64 `json:"foreign_cpu"`
+	// ServerCPUMS is the CPU time (user and system, ms) the server's own
+	// processes used during the run (bench/lib/load.sh, server_ticks: the
+	// edge; nginx's master and worker; Varnish's and hitch's processes);
+	// nil in older results.
+	ServerCPUMS *float64 `json:"cpu_server_ms"`
+	Wrk         wrkStats `json:"wrk"`
 }
 
 func (r result) rps() float64 { return r.Wrk.Requests / (r.Wrk.DurationUS / 1e6) }
+
+// cpuPerRequest is the server's CPU time per request, in µs: its
+// processes' own CPU time over the run (which holds when other work shares
+// the core), or, in older results without it, the server core's busy share
+// over the run's duration.
+func (r result) cpuPerRequest() float64 {
+	if r.Wrk.Requests == 0 {
+		return 0
+	}
+	if r.ServerCPUMS != nil {
+		return *r.ServerCPUMS * 1000 / r.Wrk.Requests
+	}
+	return r.CPUServer / 100 * r.Wrk.DurationUS / r.Wrk.Requests
+}
 
 // valid reports whether every answer was the expected kind and no socket
 // error happened.
@@ -84,13 +103,16 @@ var workloads = []struct{ key, title string }{
 	{"redirect", "plain HTTP redirect to HTTPS"},
 }
 
-// protos in table order: HTTP/1.1 over TLS (wrk), HTTP/2 over TLS and
-// HTTP/3 (bench/cmd/loadgen), plain HTTP/1.1 (wrk). Each protocol's rows
-// have their own ratios, against the edge on the same protocol.
-var protos = []string{"https", "h2", "h3", "http"}
+// protos in table order: HTTP/1.1 over TLS (wrk), HTTP/1.1 over TLS and
+// HTTP/2 by h2load (h2load-h1, h2load: many requests in flight), HTTP/2
+// over TLS and HTTP/3 (bench/cmd/loadgen), plain HTTP/1.1 (wrk). Each
+// protocol's rows have their own ratios, against the edge on the same
+// protocol.
+var protos = []string{"https", "h2load-h1", "h2load", "h2", "h3", "http"}
 
 // protoTitles are the proto column's words.
-var protoTitles = map[string]string{"https": "HTTPS", "h2": "HTTP/2", "h3": "HTTP/3", "http": "HTTP"}
+var protoTitles = map[string]string{"https": "HTTPS", "h2load-h1": "HTTPS (h2load --h1)", "h2load": "HTTP/2 (h2load)",
+	"h2": "HTTP/2", "h3": "HTTP/3", "http": "HTTP"}
 
 // servers in table order.
 var servers = []string{"edge", "nginx", "nginx+rules", "varnish", "caddy"}
@@ -136,8 +158,8 @@ func runTable(args []string, w io.Writer) error {
 }
 
 func printTable(w io.Writer, cells map[cellKey][]result) {
-	fmt.Fprintln(w, "| workload | proto | server | req/s | p50 ms | p99 ms | edge ÷ peer, req/s | edge ÷ peer, p99 | req/s min–max | cores busy srv/cli |")
-	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| workload | proto | server | req/s | CPU µs/req | p50 ms | p99 ms | edge ÷ peer, req/s | edge ÷ peer, p99 | req/s min–max | cores busy srv/cli |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	notes := map[string]bool{}
 	reruns, discarded, runs, aligned := 0, 0, 0, 0
 	for _, wl := range workloads {
@@ -194,9 +216,10 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 					notes["5"] = true
 				}
 				lo, hi := minMax(rs, func(r result) float64 { return r.rps() })
-				fmt.Fprintf(w, "| %s | %s | %s%s | %s | %s | %s | %s | %s | %s–%s | %s |\n",
+				fmt.Fprintf(w, "| %s | %s | %s%s | %s | %.1f | %s | %s | %s | %s | %s–%s | %s |\n",
 					wl.title, protoTitles[proto], s, mark,
 					num(median(rs, func(r result) float64 { return r.rps() })),
+					median(rs, result.cpuPerRequest),
 					ms(median(rs, func(r result) float64 { return r.Wrk.P50 })),
 					ms(median(rs, func(r result) float64 { return r.Wrk.P99 })),
 					ratio, p99ratio, num(lo), num(hi), busy)
@@ -211,7 +234,7 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 		fmt.Fprintln(w, "² Some run of this cell had socket errors or answers of an unexpected status (see results.jsonl): do not trust it.")
 	}
 	if notes["3"] {
-		fmt.Fprintln(w, "³ The load generator's core was at least 90 % busy: wrk (or loadgen for HTTP/2 and HTTP/3) may be the limit, so req/s is a lower bound and latency includes client queueing.")
+		fmt.Fprintln(w, "³ The load generator's core was at least 90 % busy: wrk (h2load, loadgen) may be the limit, so req/s is a lower bound and latency includes client queueing; CPU per request still holds.")
 	}
 	if notes["4"] {
 		fmt.Fprintln(w, "⁴ In some run of this cell other processes on the machine used at least 5 % of a core, or the hypervisor (steal) or the kernel's memory-management threads (kdamond) took 5 % of a core: expect noise.")
@@ -226,53 +249,122 @@ func printTable(w io.Writer, cells map[cellKey][]result) {
 	if aligned > 0 {
 		fmt.Fprintf(w, "%d of the %d runs started as a burst of the kernel's DAMON (kdamond, every ~5 s) ended, so that the next one, about 5 s later, falls outside them (DAMON_ALIGN; mm_cpu in results.jsonl says where one did not).\n", aligned, runs)
 	}
-	fmt.Fprintln(w, "Ratios are medians of per-round ratios (each round runs every server once, alternating order); edge ÷ peer p99 below 1.00 means the edge's p99 is lower (better).")
+	fmt.Fprintln(w, "Ratios are medians of per-round ratios (each round runs every server once, alternating order); edge ÷ peer p99 below 1.00 means the edge's p99 is lower (better). CPU µs/req: the server's own processes' CPU time during a run ÷ its requests, median over rounds.")
 }
 
-// printTargets checks the speed targets (bench/README.md): workload 1's
-// req/s against nginx and Caddy, and the cached page's p99 and forwarding's
-// req/s against nginx.
+// metric is a figure of a run compared by a target.
+type metric struct {
+	name string
+	of   func(result) float64
+	// lowerWins: less is better (CPU per request, p99). A target's ratio
+	// of such a metric is other ÷ edge, unless the target bounds it from
+	// above (p99: edge ÷ other, at most the limit).
+	lowerWins bool
+	format    func(float64) string
+}
+
+var (
+	reqRate = metric{"req/s", result.rps, false, num}
+	cpuReq  = metric{"CPU per request", result.cpuPerRequest, true, func(v float64) string { return fmt.Sprintf("%.1f µs", v) }}
+	p99     = metric{"p99", func(r result) float64 { return r.Wrk.P99 }, true, func(v float64) string { return ms(v) + " ms" }}
+)
+
+// target is one speed target (bench/README.md), or a comparison shown
+// without one (limit 0): a metric of the edge on one cell against another
+// cell (a peer on the same protocol, or the edge on another).
+type target struct {
+	what       string // the comparison, in words
+	workload   string
+	proto      string // the edge's
+	peer       string // server of the other cell
+	peerProto  string // protocol of the other cell
+	m          metric
+	limit      float64 // the ratio's bound; 0: no target
+	atMost     bool    // the ratio must be at most limit (p99)
+	ratioWords string  // how the ratio is taken
+}
+
+// targets are the edge's speed targets, over the protocols browsers speak
+// (bench/README.md "Targets and results"). Ratios are taken so that above
+// 1 the edge is ahead, except p99 (edge ÷ peer, at most the limit): req/s
+// edge ÷ peer, CPU per request peer ÷ edge.
+var targets = []target{
+	{"cached page, HTTPS (wrk)", "page4k", "https", "nginx", "https", reqRate, 1.2, false, "edge ÷ nginx"},
+	{"cached page, HTTPS (wrk)", "page4k", "https", "nginx", "https", cpuReq, 1.2, false, "nginx ÷ edge"},
+	{"cached page, HTTPS (wrk)", "page4k", "https", "nginx", "https", p99, 1.2, true, "edge ÷ nginx"},
+	{"cached page, HTTPS (wrk)", "page4k", "https", "caddy", "https", reqRate, 2.0, false, "edge ÷ Caddy"},
+	{"cached page, HTTP/2 (h2load)", "page4k", "h2load", "nginx", "h2load", reqRate, 1.2, false, "edge ÷ nginx"},
+	{"cached page, HTTP/2 (h2load)", "page4k", "h2load", "nginx", "h2load", cpuReq, 1.2, false, "nginx ÷ edge"},
+	{"cached page, HTTP/2 (h2load) against the edge's HTTP/1.1 (h2load --h1)", "page4k", "h2load", "edge", "h2load-h1", cpuReq, 1.0, false, "HTTP/1.1 ÷ HTTP/2"},
+	{"cached page, HTTP/2 (h2load) against the edge's HTTP/1.1 (h2load --h1)", "page4k", "h2load", "edge", "h2load-h1", reqRate, 0, false, "HTTP/2 ÷ HTTP/1.1"},
+	{"cached page, HTTP/2 (h2load) against the edge's HTTPS (wrk)", "page4k", "h2load", "edge", "https", cpuReq, 0, false, "HTTPS ÷ HTTP/2"},
+	{"cached page, HTTP/2 (h2load)", "page4k", "h2load", "caddy", "h2load", reqRate, 0, false, "edge ÷ Caddy"},
+	{"cached page, HTTP/2 (h2load)", "page4k", "h2load", "caddy", "h2load", cpuReq, 0, false, "Caddy ÷ edge"},
+	{"forwarding, HTTPS (wrk)", "proxy", "https", "nginx", "https", reqRate, 1.0, false, "edge ÷ nginx"},
+	{"forwarding, HTTPS (wrk)", "proxy", "https", "nginx", "https", cpuReq, 1.0, false, "nginx ÷ edge"},
+	{"cached page, HTTP/3 (loadgen)", "page4k", "h3", "caddy", "h3", reqRate, 0, false, "edge ÷ Caddy"},
+	{"cached page, HTTP/3 (loadgen)", "page4k", "h3", "caddy", "h3", cpuReq, 0, false, "Caddy ÷ edge"},
+	{"cached page, HTTP/3 against the edge's HTTP/2 (loadgen)", "page4k", "h3", "edge", "h2", cpuReq, 0, false, "HTTP/2 ÷ HTTP/3"},
+	{"forwarding, HTTP/3 (loadgen)", "proxy", "h3", "caddy", "h3", reqRate, 0, false, "edge ÷ Caddy"},
+	{"forwarding, HTTP/3 (loadgen)", "proxy", "h3", "caddy", "h3", cpuReq, 0, false, "Caddy ÷ edge"},
+}
+
+// ratio is the target's median of per-round ratios, oriented as its
+// ratioWords say, and the number of rounds paired.
+func (t target) ratio(edge, other []result) (float64, int) {
+	if t.m.lowerWins && !t.atMost {
+		return medianRatio(other, edge, t.m.of), pairs(edge, other)
+	}
+	return medianRatio(edge, other, t.m.of), pairs(edge, other)
+}
+
+// printTargets prints the speed targets (bench/README.md) measured in
+// cells, with their verdicts, and the edge's CPU per request on the
+// cached page over each protocol measured.
 func printTargets(w io.Writer, cells map[cellKey][]result) {
-	edge := cells[cellKey{"page4k", "https", "edge"}]
-	if len(edge) == 0 {
-		return
+	header := false
+	for _, t := range targets {
+		edge := cells[cellKey{t.workload, t.proto, "edge"}]
+		other := cells[cellKey{t.workload, t.peerProto, t.peer}]
+		if len(edge) == 0 || len(other) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, "Targets: medians of per-round ratios, taken so that above 1.00 the edge is ahead (p99: at most the limit); CPU per request is the server's own CPU time ÷ its requests.")
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, "| comparison | metric | edge | other | ratio | median | target | rounds | |")
+			fmt.Fprintln(w, "|---|---|---:|---:|---|---:|---|---:|---|")
+			header = true
+		}
+		got, n := t.ratio(edge, other)
+		bound, verdict, shown := "—", "no target", fmt.Sprintf("%.2f", got)
+		if t.limit > 0 {
+			cmp := ">="
+			if t.atMost {
+				cmp = "<="
+			}
+			bound = fmt.Sprintf("%s %.1f", cmp, t.limit)
+			verdict = "met"
+			if t.atMost && got > t.limit || !t.atMost && got < t.limit {
+				verdict = "MISSED"
+			}
+		}
+		if got == 0 { // a figure older results lack
+			shown, verdict = "—", "not measured"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %d | %s |\n", t.what, t.m.name,
+			t.m.format(median(edge, t.m.of)), t.m.format(median(other, t.m.of)), t.ratioWords, shown, bound, n, verdict)
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Targets, over HTTPS (the edge's only way to serve these; ratios are medians of per-round ratios):")
-	check := func(peer string, want float64, what string) {
-		rs := cells[cellKey{"page4k", "https", peer}]
-		if len(rs) == 0 {
-			fmt.Fprintf(w, "- edge vs %s: not measured\n", peer)
-			return
+	var costs []string
+	for _, p := range protos {
+		if rs := cells[cellKey{"page4k", p, "edge"}]; len(rs) > 0 {
+			costs = append(costs, fmt.Sprintf("%s %.1f µs", protoTitles[p], median(rs, result.cpuPerRequest)))
 		}
-		got := medianRatio(edge, rs, func(r result) float64 { return r.rps() })
-		verdict := "met"
-		if got < want {
-			verdict = fmt.Sprintf("MISSED by %.1f %% (needs %.0f %% more req/s)", 100*(want-got)/want, 100*(want/got-1))
-		}
-		fmt.Fprintf(w, "- cached page req/s, edge ÷ %s = %.2f, target >= %.1f (%s): %s\n", peer, got, want, what, verdict)
 	}
-	check("nginx", 1.0, "match nginx")
-	check("caddy", 2.0, "twice Caddy")
-	// The p99 and forwarding targets: medians of per-round ratios, as in the table.
-	target := func(workload, what string, f func(result) float64, limit float64, atMost bool) {
-		e, n := cells[cellKey{workload, "https", "edge"}], cells[cellKey{workload, "https", "nginx"}]
-		if len(e) == 0 || len(n) == 0 {
-			return
-		}
-		got := medianRatio(e, n, f)
-		verdict := "met"
-		if atMost && got > limit || !atMost && got < limit {
-			verdict = "MISSED"
-		}
-		cmp := ">="
-		if atMost {
-			cmp = "<="
-		}
-		fmt.Fprintf(w, "- %s, edge ÷ nginx = %.2f over %d rounds, target %s %.1f: %s\n", what, got, pairs(e, n), cmp, limit, verdict)
+	if len(costs) > 1 {
+		fmt.Fprintf(w, "\nThe edge's CPU per request on the cached page (medians over rounds): %s.\n", strings.Join(costs, ", "))
 	}
-	target("page4k", "cached page p99", func(r result) float64 { return r.Wrk.P99 }, 1.2, true)
-	target("proxy", "forwarding req/s (workload 4)", func(r result) float64 { return r.rps() }, 0.9, false)
 }
 
 // pairs counts the rounds in which both edge and peer ran.
@@ -298,7 +390,8 @@ func edgeCell(cells map[cellKey][]result, workload, proto string) []result {
 }
 
 // medianRatio is the median over rounds of f(edge)/f(peer), pairing runs of
-// the same round.
+// the same round; a pair where either figure is missing (0) is left out,
+// and with none left it is 0.
 func medianRatio(edge, peer []result, f func(result) float64) float64 {
 	byRound := map[int]result{}
 	for _, r := range edge {
@@ -306,7 +399,7 @@ func medianRatio(edge, peer []result, f func(result) float64) float64 {
 	}
 	var ratios []float64
 	for _, p := range peer {
-		if e, ok := byRound[p.Round]; ok && f(p) > 0 {
+		if e, ok := byRound[p.Round]; ok && f(p) > 0 && f(e) > 0 {
 			ratios = append(ratios, f(e)/f(p))
 		}
 	}
