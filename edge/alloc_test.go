@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/edge/internal/forward"
 )
 
 // TestStaticHitDoesNotAllocate guards the hot path: a static-site request
@@ -139,14 +140,14 @@ func indexETag(ue *unitEdge, enc encoding) string {
 // and the response written as fasthttp's server writes it, allocates at
 // most once per request (0 measured: the response is read whole into the
 // pooled response, its connection returned at once). A body past
-// fwdBufferBytes streams through a pooled fwdStream, allocation-free too.
+// forward.BufferBytes streams through a pooled fwdStream, allocation-free too.
 func TestForwardAllocations(t *testing.T) {
 	for _, tc := range []struct {
 		name, uri string
 		size      int
 	}{
 		{"small body read whole", "/api/items", 256},
-		{"large body streamed", "/big", 3 * fwdBufferBytes},
+		{"large body streamed", "/big", 3 * forward.BufferBytes},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newProxyEdge(t, sizedOrigin(t, tc.size))

@@ -23,6 +23,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/certs"
 	"github.com/svcplatform/platform/controlplane/certs/certwire"
 	"github.com/svcplatform/platform/controlplane/cptest"
+	"github.com/svcplatform/platform/edge/internal/certcache"
 	"github.com/svcplatform/platform/edge/localca"
 )
 
@@ -204,12 +205,11 @@ func TestSharedCertsSingleFlight(t *testing.T) {
 	a := ce.edge(t, "edge a")
 	site := a.newSite("shop")
 	site.deploy(map[string]string{"index.html": "shop"})
-	sc := newSharedCerts(&certClient{base: ce.front.URL, token: a.cfg.Token, http: http.DefaultClient}, ce.roots(t), "apps.test", t.TempDir(),
-		a.edge.servesHost, time.Now, quiet)
 	var now atomic.Pointer[time.Time]
 	start := time.Now()
 	now.Store(&start)
-	sc.now = func() time.Time { return *now.Load() }
+	sc := certcache.NewShared(&certcache.Client{Base: ce.front.URL, Token: a.cfg.Token, HTTP: http.DefaultClient}, ce.roots(t), "apps.test", t.TempDir(),
+		a.edge.servesHost, func() time.Time { return *now.Load() }, quiet)
 	base := ce.calls.Load() // the edges' own requests
 
 	const n = 16
@@ -234,7 +234,7 @@ func TestSharedCertsSingleFlight(t *testing.T) {
 		}
 	}
 	// Due for renewal while the control plane is down: the held one is
-	// served, and not asked for again within certRecheck.
+	// served, and not asked for again within certcache.RecheckEvery.
 	due := got[0].Leaf.NotAfter.Add(-certs.RenewBefore + time.Hour)
 	now.Store(&due)
 	ce.down.Store(true)
@@ -247,10 +247,10 @@ func TestSharedCertsSingleFlight(t *testing.T) {
 	if c := ce.calls.Load() - base; c != 2 {
 		t.Fatalf("requests during the outage: %d, want 1 more", c-1)
 	}
-	// Back, after certRecheck: asked again (the control plane's clock has
+	// Back, after certcache.RecheckEvery: asked again (the control plane's clock has
 	// not reached renewal, so the same certificate comes back).
 	ce.down.Store(false)
-	later := due.Add(certRecheck + time.Second)
+	later := due.Add(certcache.RecheckEvery + time.Second)
 	now.Store(&later)
 	if _, err := sc.GetCertificate(&tls.ClientHelloInfo{ServerName: site.host}); err != nil {
 		t.Fatal(err)
@@ -265,21 +265,21 @@ func TestSharedCertsSingleFlight(t *testing.T) {
 func TestSharedCertsRefusalRemembered(t *testing.T) {
 	ce := newCertsEnv(t)
 	a := ce.edge(t, "edge a")
-	sc := newSharedCerts(&certClient{base: ce.front.URL, token: a.cfg.Token, http: http.DefaultClient}, ce.roots(t), "apps.test", t.TempDir(),
+	sc := certcache.NewShared(&certcache.Client{Base: ce.front.URL, Token: a.cfg.Token, HTTP: http.DefaultClient}, ce.roots(t), "apps.test", t.TempDir(),
 		func(string) bool { return true }, time.Now, quiet) // as if the edge served every host
 	base := ce.calls.Load()
 	for range 3 {
-		if _, err := sc.GetCertificate(&tls.ClientHelloInfo{ServerName: "ghost.example.com"}); !errors.Is(err, errCertRefused) {
-			t.Fatalf("err = %v, want errCertRefused", err)
+		if _, err := sc.GetCertificate(&tls.ClientHelloInfo{ServerName: "ghost.example.com"}); !errors.Is(err, certcache.ErrRefused) {
+			t.Fatalf("err = %v, want certcache.ErrRefused", err)
 		}
 	}
 	if c := ce.calls.Load() - base; c != 1 {
 		t.Fatalf("%d requests for a refused host, want 1", c)
 	}
 	// A bad token is not a refusal of the host: it is not remembered.
-	bad := newSharedCerts(&certClient{base: ce.front.URL, token: "svc_edge_bad", http: http.DefaultClient}, ce.roots(t), "apps.test", t.TempDir(),
+	bad := certcache.NewShared(&certcache.Client{Base: ce.front.URL, Token: "svc_edge_bad", HTTP: http.DefaultClient}, ce.roots(t), "apps.test", t.TempDir(),
 		func(string) bool { return true }, time.Now, quiet)
-	if _, err := bad.GetCertificate(&tls.ClientHelloInfo{ServerName: "x.apps.test"}); err == nil || errors.Is(err, errCertRefused) {
+	if _, err := bad.GetCertificate(&tls.ClientHelloInfo{ServerName: "x.apps.test"}); err == nil || errors.Is(err, certcache.ErrRefused) {
 		t.Fatalf("bad token: %v", err)
 	}
 }
@@ -297,7 +297,7 @@ func TestSharedACMEState(t *testing.T) {
 	site := a.newSite("manual")
 	site.deploy(map[string]string{"index.html": "manual"})
 	b.synced()
-	if _, ok := a.edge.acme.Cache.(*remoteCache); !ok {
+	if _, ok := a.edge.acme.Cache.(*certcache.RemoteCache); !ok {
 		t.Fatalf("edge a's ACME cache is %T, want the shared one", a.edge.acme.Cache)
 	}
 	if _, err := os.Stat(filepath.Join(a.cfg.DataDir, "acme")); !errors.Is(err, os.ErrNotExist) {
@@ -353,7 +353,7 @@ func TestRemoteCacheOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	rc := newRemoteCache(&certClient{base: ce.front.URL, token: tok, http: http.DefaultClient}, func() time.Time { return now }, quiet)
+	rc := certcache.NewRemoteCache(&certcache.Client{Base: ce.front.URL, Token: tok, HTTP: http.DefaultClient}, func() time.Time { return now }, quiet)
 	ctx := context.Background()
 	if err := rc.Put(ctx, "a.apps.test", []byte("chain")); err != nil {
 		t.Fatal(err)
@@ -443,7 +443,7 @@ func TestCertsFallback(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ea.Close()
-		if _, ok := ea.acme.Cache.(*remoteCache); !ok {
+		if _, ok := ea.acme.Cache.(*certcache.RemoteCache); !ok {
 			t.Fatalf("ACME cache after a restart while unreachable: %T", ea.acme.Cache)
 		}
 	})
@@ -482,7 +482,7 @@ func TestCertsFallback(t *testing.T) {
 func TestSharedCertsWithoutName(t *testing.T) {
 	ce := newCertsEnv(t)
 	a := ce.edge(t, "edge a")
-	sc := newSharedCerts(&certClient{base: ce.front.URL, token: a.cfg.Token, http: http.DefaultClient}, ce.roots(t), "apps.test", t.TempDir(),
+	sc := certcache.NewShared(&certcache.Client{Base: ce.front.URL, Token: a.cfg.Token, HTTP: http.DefaultClient}, ce.roots(t), "apps.test", t.TempDir(),
 		a.edge.servesHost, time.Now, quiet)
 	for _, name := range []string{"", "127.0.0.1", "::1", "203.0.113.9"} {
 		c, err := sc.GetCertificate(&tls.ClientHelloInfo{ServerName: name})

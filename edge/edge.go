@@ -25,6 +25,7 @@ import (
 	"github.com/svcplatform/platform/cache"
 	"github.com/svcplatform/platform/controlplane/blobs"
 	"github.com/svcplatform/platform/edge/internal/h2"
+	"github.com/svcplatform/platform/edge/internal/listener"
 	"github.com/svcplatform/platform/edge/localca"
 	"github.com/svcplatform/platform/geodata"
 	"github.com/svcplatform/platform/rules"
@@ -69,7 +70,7 @@ type Edge struct {
 	httpSrv         *fasthttp.Server
 	httpsSrv        *fasthttp.Server
 	h2              *h2.Server // HTTP/2 over TLS (edge/internal/h2, h2_server.go)
-	mux             *tlsMux
+	mux             *listener.TLSMux
 	upgraded        upgradeSet // spliced WebSocket connections
 	access          *accessLog // nil when off
 	h3              *http3.Server
@@ -280,17 +281,17 @@ func (e *Edge) Run(ctx context.Context) error {
 	}
 
 	e.h2 = e.newH2()
-	e.mux = newTLSMux(newPerIPListener(e.httpsLn, e.cfg.MaxConnsPerIP, e.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused),
+	e.mux = listener.NewTLSMux(listener.PerIP(e.httpsLn, e.cfg.MaxConnsPerIP, e.trusted.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused),
 		e.tlsConfig, e.cfg.ReadTimeout)
 	// HTTP/2 is served on the mux's TLS connections, on each handshake's
 	// goroutine; HTTP/1.1 by fasthttp from the mux's queue.
-	e.mux.serveH2 = func(c *tls.Conn) { e.h2.ServeConn(c) }
+	e.mux.ServeH2 = func(c *tls.Conn) { e.h2.ServeConn(c) }
 	errc := make(chan error, 3)
-	go e.mux.run()
-	go func() { errc <- serveErr("https", e.httpsSrv.Serve(e.mux.h1)) }()
+	go e.mux.Run()
+	go func() { errc <- serveErr("https", e.httpsSrv.Serve(e.mux.H1())) }()
 	if e.httpSrv != nil {
 		go func() {
-			errc <- serveErr("http", e.httpSrv.Serve(lazyDeadlineListener{newPerIPListener(e.httpLn, e.cfg.MaxConnsPerIP, e.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused)}))
+			errc <- serveErr("http", e.httpSrv.Serve(listener.DeadlineListener{Listener: listener.PerIP(e.httpLn, e.cfg.MaxConnsPerIP, e.trusted.trusted, e.cfg.MaxProxyConns, e.metrics.connRefused)}))
 		}()
 	}
 	go func() { errc <- serveErr("http3", e.h3.Serve(e.udp)) }()
@@ -314,10 +315,10 @@ func (e *Edge) Run(ctx context.Context) error {
 	// HTTP/2 and HTTP/3 clients get GOAWAY; spliced WebSockets are closed.
 	shutdown, stop := context.WithTimeout(context.Background(), e.cfg.ShutdownTimeout)
 	defer stop()
-	e.mux.close()
+	e.mux.Close()
 	var sw sync.WaitGroup
 	sw.Go(func() { e.h3.Shutdown(shutdown); e.h3.Close() })
-	sw.Go(func() { e.h2.StartShutdown(); e.mux.waitH2(shutdown) })
+	sw.Go(func() { e.h2.StartShutdown(); e.mux.WaitH2(shutdown) })
 	if e.httpSrv != nil {
 		sw.Go(func() { e.httpSrv.ShutdownWithContext(shutdown) })
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/svcplatform/platform/edge/internal/forward"
 )
 
 // rawOrigin is an origin on a loopback socket that answers each request
@@ -80,11 +82,11 @@ func newRawOrigin(t *testing.T, answers map[string]string) *rawOrigin {
 }
 
 // TestFwdClient: the forwarding transport reads small bodies whole and
-// streams the rest (Content-Length past fwdBufferBytes, chunked, until
+// streams the rest (Content-Length past forward.BufferBytes, chunked, until
 // close), and gives a connection back to the pool only when its response
 // was read to the end and neither side asked to close it.
 func TestFwdClient(t *testing.T) {
-	big := strings.Repeat("b", fwdBufferBytes+1)
+	big := strings.Repeat("b", forward.BufferBytes+1)
 	answers := map[string]string{
 		"/small":   "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nsmall",
 		"/big":     "HTTP/1.1 200 OK\r\nContent-Length: " + itoa(len(big)) + "\r\n\r\n" + big,
@@ -126,7 +128,7 @@ func TestFwdClient(t *testing.T) {
 				defer fasthttp.ReleaseResponse(resp)
 				req.Header.SetMethod(tc.method)
 				req.SetRequestURI("http://" + ro.ln.Addr().String() + tc.path)
-				if _, err := o.fwd.roundTrip(req, resp, time.Now().Add(5*time.Second)); err != nil {
+				if _, err := o.fwd.RoundTrip(req, resp, time.Now().Add(5*time.Second)); err != nil {
 					t.Fatal(err)
 				}
 				stream := resp.IsBodyStream()
@@ -180,10 +182,10 @@ func TestFwdClientCutChunkedBody(t *testing.T) {
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	req.SetRequestURI("http://" + ro.ln.Addr().String() + "/cut")
-	if _, err := o.fwd.roundTrip(req, resp, time.Now().Add(5*time.Second)); err != nil {
+	if _, err := o.fwd.RoundTrip(req, resp, time.Now().Add(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	ob := &originBody{resp: nil, r: resp.BodyStream(), chunked: responseConn(resp)}
+	ob := &originBody{resp: nil, r: resp.BodyStream(), chunked: forward.ResponseConn(resp)}
 	b, err := io.ReadAll(ob)
 	if !bytes.Equal(b, []byte("abc")) || !errors.Is(err, io.ErrUnexpectedEOF) && err == nil {
 		t.Fatalf("%q %v, want \"abc\" and a cut body", b, err)
@@ -227,7 +229,7 @@ func TestFwdClientSlowUpload(t *testing.T) {
 	const timeout = 150 * time.Millisecond
 	req.SetBodyStream(&slowBody{n: 6, pause: timeout / 2}, -1) // 3/2 of the timeout in all
 	start := time.Now()
-	if _, err := o.fwd.roundTrip(req, resp, start.Add(timeout)); err != nil {
+	if _, err := o.fwd.RoundTrip(req, resp, start.Add(timeout)); err != nil {
 		t.Fatalf("slow upload: %v", err)
 	}
 	if resp.StatusCode() != 200 || string(resp.Body()) != "ok" {

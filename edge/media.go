@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -12,7 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
-	"github.com/svcplatform/platform/internal/netguard"
+	"github.com/svcplatform/platform/edge/internal/forward"
 	"github.com/svcplatform/platform/rules"
 )
 
@@ -97,49 +96,28 @@ func (p *mediaOriginPool) get(base string) (*origin, error) {
 	if o := p.m[base]; o != nil {
 		return o, nil
 	}
-	u, hostPort, err := parseOriginBase(base)
+	u, _, err := forward.ParseBase(base)
 	if err != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
 		return nil, fmt.Errorf("origin %q is not an http(s) base URL", base)
 	}
-	isTLS := u.Scheme == "https"
 	// The control plane is the platform itself: no guard (it is on
 	// loopback or a private network, and in `platform serve` it is the
 	// API listener, which app origins may never be).
-	dialer := netguard.Dialer(true)
-	dialer.KeepAlive = 30 * time.Second
-	hc := &fasthttp.HostClient{
-		Addr:                     hostPort,
-		Name:                     "platform-edge",
-		IsTLS:                    isTLS,
-		MaxConns:                 DefaultOriginMaxConns,
-		MaxIdleConnDuration:      DefaultOriginKeepAlive,
-		MaxConnWaitTimeout:       DefaultOriginTimeout,
-		ReadBufferSize:           originReadBuffer,
-		WriteBufferSize:          16 << 10,
-		NoDefaultUserAgentHeader: true,
-		DisablePathNormalizing:   true,
-		StreamResponseBody:       true,
-		RetryIfErr:               retryOrigin,
-		Transport:                mediaTransport{},
-	}
-	hc.DialTimeout = func(addr string, timeout time.Duration) (net.Conn, error) {
-		d := *dialer
-		d.Timeout = min(timeout, DefaultOriginDialTimeout)
-		c, err := d.Dial("tcp", addr)
-		if err != nil {
-			return nil, err
-		}
-		oc := &originConn{Conn: c, idle: DefaultOriginIdleTimeout, tls: isTLS, peek: newPeeker(c)}
-		oc.laddr = &originAddr{Addr: c.LocalAddr(), c: oc}
-		return oc, nil
-	}
-	if isTLS {
-		hc.TLSConfig = &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12}
+	fc, err := forward.New(base, forward.Options{
+		AllowPrivate: true,
+		DialTimeout:  DefaultOriginDialTimeout,
+		IdleTimeout:  DefaultOriginIdleTimeout,
+		KeepAlive:    DefaultOriginKeepAlive,
+		Timeout:      DefaultOriginTimeout,
+		MaxConns:     DefaultOriginMaxConns,
+		Transport:    mediaTransport{},
+	})
+	if err != nil {
+		return nil, err
 	}
 	o := &origin{key: mediaTargetPrefix + base, base: base, managed: true,
-		host: []byte(strings.ToLower(u.Host)), client: hc,
+		host: fc.Host, client: fc.HC, fwd: mediaFwd{next: fc},
 		dialRaw: func(string, time.Duration) (net.Conn, error) { return nil, errMediaUpgrade }}
-	o.fwd = mediaFwd{next: newFwdPool(hc, hc.AcquireConn, hc.ReleaseConn, hc.CloseConn)}
 	p.m[base] = o
 	return o, nil
 }
@@ -165,15 +143,15 @@ func mediaFilter(req *fasthttp.Request, resp *fasthttp.Response) bool {
 	return true
 }
 
-// mediaFwd is the playback origin's forwarding transport (fwd_client.go):
+// mediaFwd is the playback origin's forwarding transport (forward.Client):
 // the edge's own, behind mediaFilter.
 type mediaFwd struct{ next fwdClient }
 
-func (m mediaFwd) roundTrip(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) (bool, error) {
+func (m mediaFwd) RoundTrip(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) (bool, error) {
 	if !mediaFilter(req, resp) {
 		return false, nil
 	}
-	return m.next.roundTrip(req, resp, deadline)
+	return m.next.RoundTrip(req, resp, deadline)
 }
 
 // mediaTransport puts mediaFilter in front of fasthttp's transport for

@@ -159,7 +159,7 @@ func TestMediaTransportRefuses(t *testing.T) {
 				if way == "HostClient.Do" {
 					err = o.client.Do(req, resp)
 				} else {
-					_, err = o.fwd.roundTrip(req, resp, time.Now().Add(5*time.Second))
+					_, err = o.fwd.RoundTrip(req, resp, time.Now().Add(5*time.Second))
 				}
 				if err != nil {
 					t.Fatalf("%s: %v", way, err)
@@ -178,7 +178,7 @@ func TestMediaTransportRefuses(t *testing.T) {
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	req.SetRequestURI("http://127.0.0.1:1/media/med_1/master.m3u8")
-	if _, err := o.fwd.roundTrip(req, resp, time.Now().Add(5*time.Second)); err == nil {
+	if _, err := o.fwd.RoundTrip(req, resp, time.Now().Add(5*time.Second)); err == nil {
 		t.Fatalf("a playback request to a closed port answered %d", resp.StatusCode())
 	}
 }

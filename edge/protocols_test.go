@@ -566,7 +566,7 @@ func TestGracefulReload(t *testing.T) {
 	// the new one while the old one finishes its request in flight.
 	// (Connections the kernel had queued on the old listener when it closed
 	// are reset unless net.ipv4.tcp_migrate_req=1: see README.)
-	<-old.mux.done
+	<-old.mux.Done()
 	for i := range 20 {
 		c := next.client // a new connection each time
 		c.Transport.(*http.Transport).CloseIdleConnections()

@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/svcplatform/platform/cache"
+	"github.com/svcplatform/platform/edge/internal/forward"
 )
 
 // Hop-by-hop header fields (RFC 9110 §7.6.1), never forwarded.
@@ -30,10 +31,6 @@ var (
 	valRevalidated     = []byte("REVALIDATED")
 	valStale           = []byte("STALE")
 )
-
-// errBodyLimit is returned while streaming a request body past
-// Config.MaxBodyBytes.
-var errBodyLimit = errors.New("edge: request body too large")
 
 // proxy answers a request for a server app or function after Shield: from
 // the RFC 9111 shared cache when the origin allowed it (fresh, or stale
@@ -187,7 +184,7 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 	ob := originBodyPool.Get().(*originBody)
 	ob.resp, ob.r, ob.cp = resp, resp.BodyStream(), capture
 	if resp.Header.ContentLength() == -1 {
-		ob.chunked = responseConn(resp)
+		ob.chunked = forward.ResponseConn(resp)
 	}
 	ctx.Response.SetBodyStream(ob, resp.Header.ContentLength())
 	return upstream
@@ -197,7 +194,7 @@ func (e *Edge) proxy(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p pr
 // when it may stand in (RFC 5861 §4, RFC 9111 §4.2.4: the origin is
 // unreachable or timed out), otherwise the error.
 func (e *Edge) failed(ctx *fasthttp.RequestCtx, st *site, p proto, res cache.Result, err error) {
-	if !errors.Is(err, errBodyLimit) && (res.Entry != nil || res.Stale != nil) {
+	if !errors.Is(err, forward.ErrBodyLimit) && (res.Entry != nil || res.Stale != nil) {
 		if ent, ok := e.cache.StaleOnError(&ctx.Request, res, 0); ok {
 			e.metrics.staleServed.Inc()
 			e.log.Warn("edge: origin failed; served a stored response", "site", st.host, "kind", st.kind.String(),
@@ -210,8 +207,8 @@ func (e *Edge) failed(ctx *fasthttp.RequestCtx, st *site, p proto, res cache.Res
 }
 
 // doOrigin sends req to o within OriginTimeout through its forwarding
-// transport (fwd_client.go). A request that met pooled connections the
-// origin had closed (errStaleConn: nothing of it was sent, its streamed
+// transport (edge/internal/forward). A request that met pooled connections the
+// origin had closed (forward.ErrStaleConn: nothing of it was sent, its streamed
 // body not read) goes again on another one whatever its method, so a POST
 // after an idle pause reaches the origin once instead of failing with 502;
 // after another connection error, retryOrigin decides (never a streamed
@@ -228,22 +225,22 @@ func (e *Edge) doOriginAt(o *origin, req *fasthttp.Request, resp *fasthttp.Respo
 	stream := req.IsBodyStream()
 	stale, attempts := 0, 1
 	for {
-		retry, err := o.fwd.roundTrip(req, resp, deadline)
+		retry, err := o.fwd.RoundTrip(req, resp, deadline)
 		if err == nil || !retry {
 			return err
 		}
-		if errors.Is(err, errStaleConn) {
-			if stale >= maxStaleRetries {
+		if errors.Is(err, forward.ErrStaleConn) {
+			if stale >= forward.MaxStaleRetries {
 				return err
 			}
 			stale++
 			e.metrics.staleRetries.Inc()
 			continue
 		}
-		if stream || attempts >= fwdMaxAttempts {
+		if stream || attempts >= forward.MaxAttempts {
 			return err
 		}
-		if _, again := retryOrigin(req, attempts, err); !again {
+		if _, again := forward.RetryIf(req, attempts, err); !again {
 			return err
 		}
 		attempts++
@@ -356,7 +353,7 @@ func (e *Edge) forwardError(ctx *fasthttp.RequestCtx, st *site, p proto, err err
 	status := fasthttp.StatusBadGateway
 	var ne net.Error
 	switch {
-	case errors.Is(err, errBodyLimit):
+	case errors.Is(err, forward.ErrBodyLimit):
 		e.plain(ctx, p, fasthttp.StatusRequestEntityTooLarge, bodyTooLarge)
 		closeUnread(ctx)
 		return
@@ -397,12 +394,12 @@ type originBody struct {
 	resp    *fasthttp.Response
 	r       io.Reader
 	cp      *cache.Capture
-	chunked *originConn
+	chunked *forward.Conn
 }
 
 func (b *originBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
-	if err == io.EOF && b.chunked != nil && b.chunked.ended.Load() {
+	if err == io.EOF && b.chunked != nil && b.chunked.Ended() {
 		err = io.ErrUnexpectedEOF
 	}
 	if b.cp != nil {
@@ -437,7 +434,7 @@ func (b *originBody) Close() error {
 
 var originBodyPool = sync.Pool{New: func() any { return new(originBody) }}
 
-// limitReader fails with errBodyLimit past n bytes.
+// limitReader fails with forward.ErrBodyLimit past n bytes.
 type limitReader struct {
 	r io.Reader
 	n int64
@@ -448,7 +445,7 @@ func (l *limitReader) Read(p []byte) (int, error) {
 		var one [1]byte
 		n, err := l.r.Read(one[:])
 		if n > 0 {
-			return 0, errBodyLimit
+			return 0, forward.ErrBodyLimit
 		}
 		return 0, err
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/svcplatform/platform/edge/internal/forward"
 )
 
 // benchOrigin is a fasthttp origin on a loopback socket answering every
@@ -175,10 +177,7 @@ func BenchmarkProxyCPU(b *testing.B) {
 	e.origins.mu.Lock()
 	for _, o := range e.origins.m {
 		o.client.DialTimeout = func(string, time.Duration) (net.Conn, error) {
-			c := &cannedConn{resp: resp}
-			oc := &originConn{Conn: c, idle: time.Minute, peek: newPeeker(c)}
-			oc.laddr = &originAddr{Addr: c.LocalAddr(), c: oc}
-			return oc, nil
+			return forward.NewConn(&cannedConn{resp: resp}, time.Minute, false), nil
 		}
 	}
 	e.origins.mu.Unlock()

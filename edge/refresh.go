@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/svcplatform/platform/cache"
+	"github.com/svcplatform/platform/edge/internal/forward"
 )
 
 // maxRefreshes bounds the background revalidations (RFC 5861 §3) in
@@ -111,7 +112,7 @@ func (e *Edge) revalidate(st *site, dep *deployment, ent *cache.SharedEntry, vr,
 	}
 	// Read at most one byte past the bound: past it Capture keeps nothing.
 	_, err := io.Copy(cp, io.LimitReader(resp.BodyStream(), e.cache.MaxEntryBytes()+1))
-	if c := responseConn(resp); err == nil && resp.Header.ContentLength() == -1 && c != nil && c.ended.Load() {
+	if c := forward.ResponseConn(resp); err == nil && resp.Header.ContentLength() == -1 && c != nil && c.Ended() {
 		err = io.ErrUnexpectedEOF // cut before the last chunk (see originBody)
 	}
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/svcplatform/platform/edge/internal/listener"
 )
 
 // maxThrottled bounds the (address, site) pairs the password throttle
@@ -43,14 +45,8 @@ func newThrottle(burst int, refill time.Duration) *throttle {
 	return &throttle{burst: burst, refill: refill, m: make(map[throttleID]*bucket)}
 }
 
-func throttleKey(a netip.Addr) netip.Prefix {
-	bits := 32
-	if a.Is6() {
-		bits = 64
-	}
-	p, _ := a.Prefix(bits)
-	return p
-}
+// throttleKey is the client key of a (its IPv4 address or IPv6 /64).
+func throttleKey(a netip.Addr) netip.Prefix { return listener.ClientKey(a) }
 
 // level returns the bucket's tokens at now.
 func (t *throttle) level(b *bucket, now time.Time) float64 {

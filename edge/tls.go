@@ -14,6 +14,7 @@ import (
 	"golang.org/x/crypto/acme"
 	"golang.org/x/crypto/acme/autocert"
 
+	"github.com/svcplatform/platform/edge/internal/certcache"
 	"github.com/svcplatform/platform/edge/localca"
 )
 
@@ -33,7 +34,7 @@ const acmeChallengePrefix = "/.well-known/acme-challenge/"
 // without them) the edge keeps its ACME cache in DataDir/acme and its own
 // CA in DataDir/ca, as a standalone edge always did.
 func (e *Edge) setupTLS() error {
-	cc := &certClient{base: e.cfg.ControlPlane, token: e.cfg.Token, http: e.http}
+	cc := &certcache.Client{Base: e.cfg.ControlPlane, Token: e.cfg.Token, HTTP: e.http}
 	caPEM, shared := e.sharedCA(cc)
 	var caPath string
 	if shared {
@@ -47,7 +48,7 @@ func (e *Edge) setupTLS() error {
 	if a := e.cfg.ACME; a != nil {
 		var cache autocert.Cache = autocert.DirCache(filepath.Join(e.cfg.DataDir, "acme"))
 		if shared {
-			cache = newRemoteCache(cc, time.Now, e.log)
+			cache = certcache.NewRemoteCache(cc, time.Now, e.log)
 		}
 		m := &autocert.Manager{
 			Prompt:     autocert.AcceptTOS,
@@ -70,8 +71,8 @@ func (e *Edge) setupTLS() error {
 		}
 		ca.CertPath = caPath
 		e.ca = ca
-		sc := newSharedCerts(cc, ca.Pool(), e.cfg.AppsDomain, filepath.Join(e.cfg.DataDir, "certs", "hosts"), e.servesHost, time.Now, e.log)
-		sc.warm()
+		sc := certcache.NewShared(cc, ca.Pool(), e.cfg.AppsDomain, filepath.Join(e.cfg.DataDir, "certs", "hosts"), e.servesHost, time.Now, e.log)
+		sc.Warm()
 		e.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: sc.GetCertificate,
 			NextProtos: []string{"h2", "http/1.1"}}
 		return nil
@@ -90,10 +91,10 @@ func (e *Edge) setupTLS() error {
 // when it cannot be reached, an edge that used them before (its copy of the
 // CA certificate is in DataDir/certs) keeps using them, and one that never
 // did uses its own CA.
-func (e *Edge) sharedCA(cc *certClient) (caPEM []byte, shared bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), certTimeout)
+func (e *Edge) sharedCA(cc *certcache.Client) (caPEM []byte, shared bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), certcache.Timeout)
 	defer cancel()
-	pem, found, err := cc.caCert(ctx)
+	pem, found, err := cc.CACert(ctx)
 	if err == nil && found {
 		if _, err = localca.FromCertPEM(pem, ""); err == nil {
 			return pem, true
@@ -178,15 +179,12 @@ func (e *Edge) servesHost(host string) bool {
 	return e.table.Load().lookupHost([]byte(host)) != nil
 }
 
-// errACMEHost refuses certificates for hosts no site answers at.
-var errACMEHost = errors.New("edge: no site answers at this host")
-
 // acmeHostPolicy allows certificates for the hosts of the configuration in
 // use only, so nobody can make the edge order certificates for arbitrary
 // names.
 func (e *Edge) acmeHostPolicy(_ context.Context, host string) error {
 	if !e.servesHost(strings.ToLower(host)) {
-		return errACMEHost
+		return certcache.ErrNoSite
 	}
 	return nil
 }

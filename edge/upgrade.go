@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/svcplatform/platform/edge/internal/forward"
 )
 
 // WebSockets and other upgrades (RFC 9110 §7.8) to app and function
@@ -70,7 +72,7 @@ func (e *Edge) upgrade(ctx *fasthttp.RequestCtx, st *site, client netip.Addr, p 
 	if err = out.Write(bw); err == nil {
 		err = bw.Flush()
 	}
-	br := bufio.NewReaderSize(oc, originReadBuffer)
+	br := bufio.NewReaderSize(oc, forward.ReadBuffer)
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
 	if err == nil {

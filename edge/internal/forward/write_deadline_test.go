@@ -1,4 +1,4 @@
-package edge
+package forward
 
 import (
 	"testing"

@@ -1,4 +1,30 @@
-package edge
+// Package forward is the edge's transport to app origins: a Client per
+// origin over fasthttp's HostClient connection pool, dialing through
+// netguard, with connections that bound the wait for the first byte and
+// the pauses between reads, and that are looked at before reuse (Conn).
+//
+// fasthttp's HostClient keeps the origin's connection pool (dialing, TLS,
+// MaxConns, the wait for a free connection, idle cleaning), but its own
+// round trip allocates a streaming state and three closures for every
+// response when StreamResponseBody is on (which the edge needs for large
+// and chunked bodies). Client.RoundTrip sends requests over the
+// HostClient's connections itself:
+//
+//   - a response whose Content-Length is at most BufferBytes (an API's
+//     JSON, a page) is read whole, and its connection goes back to the pool
+//     at once: the visitor's answer is then written with one write, and
+//     nothing is allocated;
+//   - any other body (chunked, larger, or delimited by the connection's
+//     close) is streamed through a pooled stream, which gives the
+//     connection back when the body was read to its end (else closes it)
+//     once the response is released.
+//
+// Retries follow RetryIf: a request that met a pooled connection its
+// origin had closed (ErrStaleConn: nothing was sent) goes again whatever
+// its method, up to MaxStaleRetries times; GET, HEAD, PUT and QUERY
+// without a streamed body are tried again after another connection error,
+// up to MaxAttempts times in all.
+package forward
 
 import (
 	"bufio"
@@ -11,55 +37,23 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// The forwarding transport. fasthttp's HostClient keeps the origin's
-// connection pool (dialing through netguard and originConn, TLS, MaxConns,
-// the wait for a free connection, idle cleaning), but its own round trip
-// allocates a streaming state and three closures for every response when
-// StreamResponseBody is on (which the edge needs for large and chunked
-// bodies). fwdClient sends requests over the HostClient's connections
-// itself:
-//
-//   - a response whose Content-Length is at most fwdBufferBytes (an API's
-//     JSON, a page) is read whole, and its connection goes back to the pool
-//     at once: the visitor's answer is then written with one write, and
-//     nothing is allocated;
-//   - any other body (chunked, larger, or delimited by the connection's
-//     close) is streamed through a pooled fwdStream, which gives the
-//     connection back when the body was read to its end (else closes it)
-//     once the response is released.
-//
-// Retries follow retryOrigin: a request that met a pooled connection its
-// origin had closed (errStaleConn: nothing was sent) goes again whatever
-// its method, up to maxStaleRetries times; GET, HEAD, PUT and QUERY
-// without a streamed body are tried again after another connection error,
-// up to fwdMaxAttempts times in all.
-
-// fwdBufferBytes bounds the responses read whole before they are
+// BufferBytes bounds the responses read whole before they are
 // forwarded; larger ones stream.
-const fwdBufferBytes = 64 << 10
+const BufferBytes = 64 << 10
 
-// fwdMaxAttempts bounds the attempts of an idempotent request after
+// MaxAttempts bounds the attempts of an idempotent request after
 // connection errors (fasthttp's DefaultMaxIdemponentCallAttempts).
-const fwdMaxAttempts = 5
+const MaxAttempts = 5
 
-// fwdConn is fasthttp's pooled client connection (an unexported type,
+// hostConn is fasthttp's pooled client connection (an unexported type,
 // reached through type inference on HostClient's methods).
-type fwdConn interface {
+type hostConn interface {
 	comparable
 	Conn() net.Conn
 }
 
-// fwdClient sends a request to one origin and reads its response.
-type fwdClient interface {
-	// roundTrip sends req once and reads the response header into resp,
-	// its body whole when small, else as a stream that resp owns. retry
-	// says whether nothing of the response was read (the request may go
-	// again on another connection).
-	roundTrip(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) (retry bool, err error)
-}
-
-// fwdPool is a fwdClient over a HostClient's connection pool.
-type fwdPool[C fwdConn] struct {
+// pool is the round trip over a HostClient's connection pool.
+type pool[C hostConn] struct {
 	hc      *fasthttp.HostClient
 	acquire func(time.Duration, bool) (C, error)
 	release func(C)
@@ -68,11 +62,11 @@ type fwdPool[C fwdConn] struct {
 	streams sync.Pool
 }
 
-// newFwdPool returns the forwarding transport over hc's connections. It
-// is called as newFwdPool(hc, hc.AcquireConn, hc.ReleaseConn, hc.CloseConn).
-func newFwdPool[C fwdConn](hc *fasthttp.HostClient, acquire func(time.Duration, bool) (C, error), release, closeConn func(C)) *fwdPool[C] {
-	p := &fwdPool[C]{hc: hc, acquire: acquire, release: release, close: closeConn, name: []byte(hc.Name)}
-	p.streams.New = func() any { return &fwdStream[C]{p: p} }
+// newPool returns the forwarding transport over hc's connections. It
+// is called as newPool(hc, hc.AcquireConn, hc.ReleaseConn, hc.CloseConn).
+func newPool[C hostConn](hc *fasthttp.HostClient, acquire func(time.Duration, bool) (C, error), release, closeConn func(C)) *pool[C] {
+	p := &pool[C]{hc: hc, acquire: acquire, release: release, close: closeConn, name: []byte(hc.Name)}
+	p.streams.New = func() any { return &stream[C]{p: p} }
 	return p
 }
 
@@ -114,10 +108,14 @@ func writeStreamed(req *fasthttp.Request, conn net.Conn, timeout time.Duration) 
 	return err
 }
 
-// errFwdTimeout is what a write past the deadline reports.
-var errFwdTimeout = fasthttp.ErrTimeout
+// errTimeout is what a write past the deadline reports.
+var errTimeout = fasthttp.ErrTimeout
 
-func (p *fwdPool[C]) roundTrip(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) (bool, error) {
+// roundTrip sends req once and reads the response header into resp, its
+// body whole when small, else as a stream that resp owns. retry says
+// whether nothing of the response was read (the request may go again on
+// another connection).
+func (p *pool[C]) roundTrip(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) (bool, error) {
 	timeout := time.Until(deadline)
 	if timeout <= 0 {
 		return false, fasthttp.ErrTimeout
@@ -134,7 +132,7 @@ func (p *fwdPool[C]) roundTrip(req *fasthttp.Request, resp *fasthttp.Response, d
 	}
 	conn := cc.Conn()
 	resp.ParseNetConn(conn)
-	// originConn looks at a pooled connection here (errStaleConn).
+	// Conn looks at a pooled connection here (ErrStaleConn).
 	if err := conn.SetWriteDeadline(deadline); err != nil {
 		p.close(cc)
 		return true, err
@@ -156,7 +154,7 @@ func (p *fwdPool[C]) roundTrip(req *fasthttp.Request, resp *fasthttp.Response, d
 		p.close(cc)
 		var te interface{ Timeout() bool }
 		if errors.As(err, &te) && te.Timeout() {
-			err = errFwdTimeout
+			err = errTimeout
 		}
 		return true, err
 	}
@@ -184,14 +182,14 @@ func (p *fwdPool[C]) roundTrip(req *fasthttp.Request, resp *fasthttp.Response, d
 	switch {
 	case head || status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified:
 		resp.SkipBody = head
-	case cl >= 0 && cl <= fwdBufferBytes:
+	case cl >= 0 && cl <= BufferBytes:
 		if err := resp.ReadBody(br, 0); err != nil {
 			p.hc.ReleaseReader(br)
 			p.close(cc)
 			return false, err
 		}
 	default:
-		s := p.streams.Get().(*fwdStream[C])
+		s := p.streams.Get().(*stream[C])
 		s.cc, s.br, s.keep = cc, br, keep && cl != -2
 		s.in.StreamBody = true
 		s.in.Header.SetContentLength(cl)
@@ -215,14 +213,14 @@ func (p *fwdPool[C]) roundTrip(req *fasthttp.Request, resp *fasthttp.Response, d
 	return false, nil
 }
 
-// fwdStream is an origin's response body streamed to the visitor: pooled,
+// stream is an origin's response body streamed to the visitor: pooled,
 // with the connection it is read from, which goes back to the pool once
 // the body was read to its end, or is closed when it was not. Its reader
 // is fasthttp's (Content-Length, chunked, or until close), set up on in.
 // fasthttp's server and the bridge read it and close it from the
 // request's own goroutine, never concurrently.
-type fwdStream[C fwdConn] struct {
-	p    *fwdPool[C]
+type stream[C hostConn] struct {
+	p    *pool[C]
 	cc   C
 	br   *bufio.Reader
 	in   fasthttp.Response // holds the body reader (its header: the length only)
@@ -232,7 +230,7 @@ type fwdStream[C fwdConn] struct {
 	err  bool // a read failed
 }
 
-func (s *fwdStream[C]) Read(b []byte) (int, error) {
+func (s *stream[C]) Read(b []byte) (int, error) {
 	if s.r == nil {
 		return 0, io.EOF
 	}
@@ -249,11 +247,11 @@ func (s *fwdStream[C]) Read(b []byte) (int, error) {
 // Close returns the connection to the pool when the body was read to its
 // end (and neither side asked to close it), else closes it; then s goes
 // back to its pool. fasthttp calls it when the response is released.
-func (s *fwdStream[C]) Close() error {
+func (s *stream[C]) Close() error {
 	var zero C
 	if s.cc != zero {
 		reuse := s.keep && s.eof && !s.err
-		if oc := originOf(s.cc.Conn()); oc != nil && oc.ended.Load() {
+		if oc := ConnOf(s.cc.Conn()); oc != nil && oc.ended.Load() {
 			reuse = false // the origin closed it (a chunked body cut short)
 		}
 		s.in.ResetBody() // releases fasthttp's body reader
@@ -271,9 +269,9 @@ func (s *fwdStream[C]) Close() error {
 	return nil
 }
 
-// originOf returns the originConn under c (plain or TLS), nil when none.
-func originOf(c net.Conn) *originConn {
-	if a, ok := c.LocalAddr().(*originAddr); ok {
+// ConnOf returns the Conn under c (plain or TLS), nil when none.
+func ConnOf(c net.Conn) *Conn {
+	if a, ok := c.LocalAddr().(*connAddr); ok {
 		return a.c
 	}
 	return nil

@@ -1,4 +1,4 @@
-package edge
+package listener
 
 import (
 	"errors"
@@ -9,22 +9,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// perIPListener refuses connections past max open ones from one address
+// perIP refuses connections past max open ones from one address
 // (an IPv6 client by its /64): the accepted connection is closed at once,
 // before TLS or HTTP cost anything. (fasthttp's own MaxConnsPerIP races
 // with its graceful shutdown, so the edge counts here instead.)
 //
-// A trusted proxy (Config.TrustedProxies) carries many visitors on its
+// A trusted proxy (edge.Config.TrustedProxies) carries many visitors on its
 // connections, so counting it as one client would let 1,024 idle
 // connections through it lock every visitor out. Trusted proxies are
 // therefore exempt from the per-address cap; the connections of all
 // trusted proxies together are capped by proxyMax instead
-// (Config.MaxProxyConns). The visitors behind a proxy are the proxy's to
+// (edge.Config.MaxProxyConns). The visitors behind a proxy are the proxy's to
 // limit (it sees their connections; the edge sees only the proxy's).
-type perIPListener struct {
+type perIP struct {
 	net.Listener
 	max      int
-	trusted  proxies
+	trusted  func(netip.Addr) bool
 	proxyMax int
 	refused  [2]prometheus.Counter // per address, trusted proxies; nil entries are not counted
 
@@ -33,14 +33,19 @@ type perIPListener struct {
 	proxied int // open connections from trusted proxies
 }
 
-func newPerIPListener(ln net.Listener, max int, trusted proxies, proxyMax int, refused [2]prometheus.Counter) net.Listener {
+// PerIP wraps ln with the caps above: at most max open connections per
+// client (ClientKey), at most proxyMax from the addresses trusted reports
+// as trusted proxies together (0: no cap), counting refusals in refused
+// (per address, trusted proxies; nil entries are not counted). With no
+// cap at all, ln itself is returned.
+func PerIP(ln net.Listener, max int, trusted func(netip.Addr) bool, proxyMax int, refused [2]prometheus.Counter) net.Listener {
 	if max <= 0 && proxyMax <= 0 {
 		return ln
 	}
-	return &perIPListener{Listener: ln, max: max, trusted: trusted, proxyMax: proxyMax, refused: refused, n: map[netip.Prefix]int{}}
+	return &perIP{Listener: ln, max: max, trusted: trusted, proxyMax: proxyMax, refused: refused, n: map[netip.Prefix]int{}}
 }
 
-func (l *perIPListener) Accept() (net.Conn, error) {
+func (l *perIP) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
@@ -51,7 +56,7 @@ func (l *perIPListener) Accept() (net.Conn, error) {
 			ip, _ = netip.AddrFromSlice(a.IP)
 			ip = ip.Unmap()
 		}
-		if l.trusted.trusted(ip) {
+		if l.trusted != nil && l.trusted(ip) {
 			l.mu.Lock()
 			if l.proxyMax > 0 && l.proxied >= l.proxyMax {
 				l.mu.Unlock()
@@ -62,7 +67,7 @@ func (l *perIPListener) Accept() (net.Conn, error) {
 			l.mu.Unlock()
 			return &countedConn{Conn: c, l: l, proxy: true}, nil
 		}
-		key := throttleKey(ip)
+		key := ClientKey(ip)
 		l.mu.Lock()
 		if l.max > 0 && l.n[key] >= l.max {
 			l.mu.Unlock()
@@ -75,14 +80,14 @@ func (l *perIPListener) Accept() (net.Conn, error) {
 	}
 }
 
-func (l *perIPListener) refuse(c net.Conn, which int) {
+func (l *perIP) refuse(c net.Conn, which int) {
 	c.Close()
 	if l.refused[which] != nil {
 		l.refused[which].Inc()
 	}
 }
 
-func (l *perIPListener) release(c *countedConn) {
+func (l *perIP) release(c *countedConn) {
 	l.mu.Lock()
 	if c.proxy {
 		l.proxied--
@@ -95,7 +100,7 @@ func (l *perIPListener) release(c *countedConn) {
 // countedConn gives its slot back when closed.
 type countedConn struct {
 	net.Conn
-	l     *perIPListener
+	l     *perIP
 	key   netip.Prefix
 	proxy bool
 	once  sync.Once
@@ -116,6 +121,17 @@ func (c *countedConn) CloseWrite() error {
 }
 
 var (
-	_ net.Listener = (*perIPListener)(nil)
+	_ net.Listener = (*perIP)(nil)
 	_ net.Conn     = (*countedConn)(nil)
 )
+
+// ClientKey is the key one client's connections and requests are counted
+// under: its IPv4 address, or the /64 of its IPv6 address.
+func ClientKey(a netip.Addr) netip.Prefix {
+	bits := 32
+	if a.Is6() {
+		bits = 64
+	}
+	p, _ := a.Prefix(bits)
+	return p
+}

@@ -1,4 +1,11 @@
-package edge
+// Package certcache holds the certificates an edge shares through the
+// control plane (controlplane/certs): an edge that pulls from a control
+// plane offering the certificate endpoints keeps no TLS state of its own. Under ACME its autocert.Manager's Cache is
+// RemoteCache, so the account key, certificates and challenge tokens are the
+// same on every edge and any edge answers a challenge another one started;
+// without ACME, Shared fetches each host's certificate, signed by the
+// installation's one CA, on the first handshake that names it.
+package certcache
 
 import (
 	"bytes"
@@ -24,16 +31,9 @@ import (
 	"github.com/svcplatform/platform/edge/localca"
 )
 
-// Certificates shared through the control plane (controlplane/certs): an
-// edge that pulls from a control plane offering the certificate endpoints
-// keeps no TLS state of its own. Under ACME its autocert.Manager's Cache is
-// remoteCache, so the account key, certificates and challenge tokens are the
-// same on every edge and any edge answers a challenge another one started;
-// without ACME, sharedCerts fetches each host's certificate, signed by the
-// installation's one CA, on the first handshake that names it.
 const (
-	// certTimeout bounds one call to the certificate endpoints.
-	certTimeout = 10 * time.Second
+	// Timeout bounds one call to the certificate endpoints.
+	Timeout = 10 * time.Second
 	// cacheFresh is how long a value read from the shared ACME cache is
 	// used without asking again (autocert keeps certificates in memory
 	// anyway; a short time lets a renewal by another edge be seen soon).
@@ -41,44 +41,47 @@ const (
 	// maxMemEntries bounds the in-memory copies (values and host
 	// certificates) an edge keeps.
 	maxMemEntries = 10_000
-	// certRecheck is how often, at most, an edge asks again for a host
+	// RecheckEvery is how often, at most, an edge asks again for a host
 	// certificate that is due for renewal or whose fetch failed.
-	certRecheck = 10 * time.Minute
+	RecheckEvery = 10 * time.Minute
 	// refusedFor is how long a host the control plane refused is refused
 	// without asking again.
 	refusedFor = 30 * time.Second
 	// failedFor is how long a host whose certificate could not be fetched
 	// (and that has no copy to serve) waits before it is asked for again,
-	// so handshakes during an outage do not each wait certTimeout.
+	// so handshakes during an outage do not each wait Timeout.
 	failedFor = 5 * time.Second
 )
 
-// errCertRefused is a host certificate the control plane will not sign
-// (no site answers at the host).
-var errCertRefused = errors.New("edge: the control plane signs no certificate for this host")
+// ErrNoSite refuses certificates for hosts no site answers at.
+var ErrNoSite = errors.New("edge: no site answers at this host")
 
-// certClient calls the control plane's certificate endpoints with the edge
-// token.
-type certClient struct {
-	base, token string
-	http        *http.Client
+// ErrRefused is a host certificate the control plane will not sign
+// (no site answers at the host).
+var ErrRefused = errors.New("edge: the control plane signs no certificate for this host")
+
+// Client calls the control plane's certificate endpoints (Base, its
+// address) with the edge token.
+type Client struct {
+	Base, Token string
+	HTTP        *http.Client
 }
 
-// do sends one request within certTimeout and returns the status and body
+// do sends one request within Timeout and returns the status and body
 // (at most limit bytes).
-func (c *certClient) do(ctx context.Context, method, path string, body []byte, limit int64) (int, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, certTimeout)
+func (c *Client) do(ctx context.Context, method, path string, body []byte, limit int64) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, rd)
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := c.http.Do(req)
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -93,9 +96,9 @@ func (c *certClient) do(ctx context.Context, method, path string, body []byte, l
 	return resp.StatusCode, b, nil
 }
 
-// caCert fetches the installation CA's certificate. found is false when the
+// CACert fetches the installation CA's certificate. found is false when the
 // control plane has no certificate endpoints (404).
-func (c *certClient) caCert(ctx context.Context) (pem []byte, found bool, err error) {
+func (c *Client) CACert(ctx context.Context) (pem []byte, found bool, err error) {
 	code, b, err := c.do(ctx, http.MethodGet, certwire.CAPath, nil, 64<<10)
 	switch {
 	case err != nil:
@@ -114,12 +117,12 @@ type memEntry struct {
 	at    time.Time
 }
 
-// remoteCache is an autocert.Cache over the control plane's shared cache.
+// RemoteCache is an autocert.Cache over the control plane's shared cache.
 // Values read are kept for cacheFresh, and served however old when the
 // control plane cannot be reached. Misses are never kept: a challenge token
 // put by another edge must be found at once.
-type remoteCache struct {
-	c   *certClient
+type RemoteCache struct {
+	c   *Client
 	now func() time.Time
 	log *slog.Logger
 
@@ -127,13 +130,13 @@ type remoteCache struct {
 	mem map[string]memEntry
 }
 
-var _ autocert.Cache = (*remoteCache)(nil)
+var _ autocert.Cache = (*RemoteCache)(nil)
 
-func newRemoteCache(c *certClient, now func() time.Time, log *slog.Logger) *remoteCache {
-	return &remoteCache{c: c, now: now, log: log, mem: map[string]memEntry{}}
+func NewRemoteCache(c *Client, now func() time.Time, log *slog.Logger) *RemoteCache {
+	return &RemoteCache{c: c, now: now, log: log, mem: map[string]memEntry{}}
 }
 
-func (rc *remoteCache) remember(key string, v []byte) {
+func (rc *RemoteCache) remember(key string, v []byte) {
 	rc.mu.Lock()
 	if len(rc.mem) >= maxMemEntries {
 		clear(rc.mem)
@@ -142,7 +145,7 @@ func (rc *remoteCache) remember(key string, v []byte) {
 	rc.mu.Unlock()
 }
 
-func (rc *remoteCache) forget(key string) {
+func (rc *RemoteCache) forget(key string) {
 	rc.mu.Lock()
 	delete(rc.mem, key)
 	rc.mu.Unlock()
@@ -150,7 +153,7 @@ func (rc *remoteCache) forget(key string) {
 
 // Get returns the value at key, or autocert.ErrCacheMiss itself (autocert
 // compares with ==).
-func (rc *remoteCache) Get(ctx context.Context, key string) ([]byte, error) {
+func (rc *RemoteCache) Get(ctx context.Context, key string) ([]byte, error) {
 	if _, err := certwire.ParseKey(key); err != nil {
 		return nil, autocert.ErrCacheMiss // nothing can be stored there
 	}
@@ -180,7 +183,7 @@ func (rc *remoteCache) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 // Put stores value at key for every edge.
-func (rc *remoteCache) Put(ctx context.Context, key string, value []byte) error {
+func (rc *RemoteCache) Put(ctx context.Context, key string, value []byte) error {
 	if _, err := certwire.ParseKey(key); err != nil {
 		return fmt.Errorf("edge: certificate cache put: %w", err)
 	}
@@ -200,7 +203,7 @@ func (rc *remoteCache) Put(ctx context.Context, key string, value []byte) error 
 }
 
 // Delete removes the value at key for every edge.
-func (rc *remoteCache) Delete(ctx context.Context, key string) error {
+func (rc *RemoteCache) Delete(ctx context.Context, key string) error {
 	rc.forget(key)
 	if _, err := certwire.ParseKey(key); err != nil {
 		return nil
@@ -235,18 +238,18 @@ type backoff struct {
 	err   error
 }
 
-// sharedCerts is a tls.Config.GetCertificate over POST certwire.LocalPath:
+// Shared is a tls.Config.GetCertificate over POST certwire.LocalPath:
 // each host's certificate is fetched on the first handshake naming it (one
 // fetch per host at a time), kept in memory and in dir (so a restart while
 // the control plane is unreachable serves it), and fetched again once it has
-// less than localca.RenewBefore left (at most every certRecheck; the one
+// less than localca.RenewBefore left (at most every RecheckEvery; the one
 // held is served meanwhile, and while the control plane is unreachable).
 //
 // Names under the apps domain that no site has (the "no site here" page),
 // and site names whose certificate cannot be had, get the installation's
 // wildcard certificate ("*.<apps domain>"), fetched at start.
-type sharedCerts struct {
-	c        *certClient
+type Shared struct {
+	c        *Client
 	roots    *x509.CertPool // the installation's CA: every certificate fetched must verify
 	domain   string
 	wildcard string
@@ -261,22 +264,22 @@ type sharedCerts struct {
 	backoff map[string]backoff
 }
 
-func newSharedCerts(c *certClient, roots *x509.CertPool, domain, dir string, served func(string) bool, now func() time.Time, log *slog.Logger) *sharedCerts {
-	return &sharedCerts{c: c, roots: roots, domain: domain, wildcard: certwire.WildcardPrefix + domain, served: served, dir: dir,
+func NewShared(c *Client, roots *x509.CertPool, domain, dir string, served func(string) bool, now func() time.Time, log *slog.Logger) *Shared {
+	return &Shared{c: c, roots: roots, domain: domain, wildcard: certwire.WildcardPrefix + domain, served: served, dir: dir,
 		now: now, log: log, certs: map[string]hostCert{}, calls: map[string]*certCall{}, backoff: map[string]backoff{}}
 }
 
 // underDomain reports whether host is the apps domain or one label under
 // it: the names the wildcard certificate covers.
-func (s *sharedCerts) underDomain(host string) bool {
+func (s *Shared) underDomain(host string) bool {
 	label, ok := strings.CutSuffix(host, "."+s.domain)
 	return host == s.domain || ok && label != "" && !strings.Contains(label, ".")
 }
 
-// warm gets the wildcard certificate (from the control plane, else the copy
+// Warm gets the wildcard certificate (from the control plane, else the copy
 // on disk) before the edge serves.
-func (s *sharedCerts) warm() {
-	ctx, cancel := context.WithTimeout(context.Background(), certTimeout)
+func (s *Shared) Warm() {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
 	if _, err := s.get(ctx, s.wildcard); err != nil {
 		s.log.Warn("edge: no certificate for the apps domain yet; asking again on the first handshake", "err", err)
@@ -287,7 +290,7 @@ func (s *sharedCerts) warm() {
 // apps domain when the client sent none or an IP address). Hosts outside the apps domain
 // that no site of the configuration answers at are refused without asking
 // the control plane.
-func (s *sharedCerts) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+func (s *Shared) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	host := strings.ToLower(strings.TrimSuffix(hello.ServerName, "."))
 	if host == "" || net.ParseIP(host) != nil {
 		// No name, or an address where a name belongs (RFC 6066 allows
@@ -304,7 +307,7 @@ func (s *sharedCerts) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certifica
 		if under {
 			return s.get(ctx, s.wildcard)
 		}
-		return nil, fmt.Errorf("%w: %q", errACMEHost, host)
+		return nil, fmt.Errorf("%w: %q", ErrNoSite, host)
 	}
 	c, err := s.get(ctx, host)
 	if err != nil && under && ctx.Err() == nil {
@@ -315,11 +318,11 @@ func (s *sharedCerts) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certifica
 	return c, err
 }
 
-func (s *sharedCerts) get(ctx context.Context, host string) (*tls.Certificate, error) {
+func (s *Shared) get(ctx context.Context, host string) (*tls.Certificate, error) {
 	now := s.now()
 	s.mu.Lock()
 	hc, have := s.certs[host]
-	if have && (hc.cert.Leaf.NotAfter.Sub(now) > localca.RenewBefore || now.Sub(hc.checked) < certRecheck) &&
+	if have && (hc.cert.Leaf.NotAfter.Sub(now) > localca.RenewBefore || now.Sub(hc.checked) < RecheckEvery) &&
 		now.Before(hc.cert.Leaf.NotAfter) {
 		s.mu.Unlock()
 		return hc.cert, nil
@@ -346,7 +349,7 @@ func (s *sharedCerts) get(ctx context.Context, host string) (*tls.Certificate, e
 // fetch asks the control plane for host's certificate and settles call. It
 // runs detached from the handshake that started it, so a client giving up
 // does not fail the others waiting.
-func (s *sharedCerts) fetch(host string, call *certCall) {
+func (s *Shared) fetch(host string, call *certCall) {
 	cert, pemBytes, refused, err := s.ask(host)
 	if err == nil {
 		s.save(host, pemBytes)
@@ -376,7 +379,7 @@ func (s *sharedCerts) fetch(host string, call *certCall) {
 		delete(s.certs, host)
 		call.err = err
 	case held && now.Before(hc.cert.Leaf.NotAfter):
-		// Keep serving the certificate held; ask again after certRecheck.
+		// Keep serving the certificate held; ask again after RecheckEvery.
 		s.log.Warn("edge: cannot renew a host certificate; serving the one held", "host", host, "notAfter", hc.cert.Leaf.NotAfter, "err", err)
 		s.certs[host] = hostCert{cert: hc.cert, checked: now}
 		call.cert = hc.cert
@@ -392,14 +395,14 @@ func (s *sharedCerts) fetch(host string, call *certCall) {
 
 // ask fetches host's certificate; refused reports a refusal (4xx) rather
 // than a failure to ask. pemBytes is the chain then the key, for save.
-func (s *sharedCerts) ask(host string) (cert *tls.Certificate, pemBytes []byte, refused bool, err error) {
+func (s *Shared) ask(host string) (cert *tls.Certificate, pemBytes []byte, refused bool, err error) {
 	body, _ := json.Marshal(certwire.LocalRequest{Host: host})
 	code, b, err := s.c.do(context.Background(), http.MethodPost, certwire.LocalPath, body, 256<<10)
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("edge: certificate for %q: %w", host, err)
 	}
 	if code >= 400 && code < 500 && code != http.StatusUnauthorized && code != http.StatusTooManyRequests {
-		return nil, nil, true, fmt.Errorf("%w: %q (%d)", errCertRefused, host, code)
+		return nil, nil, true, fmt.Errorf("%w: %q (%d)", ErrRefused, host, code)
 	}
 	if code != http.StatusOK {
 		return nil, nil, false, fmt.Errorf("edge: certificate for %q: control plane answered %d", host, code)
@@ -418,7 +421,7 @@ func (s *sharedCerts) ask(host string) (cert *tls.Certificate, pemBytes []byte, 
 
 // parse reads a chain and key in PEM and checks the certificate is the
 // installation CA's, for host, and valid now.
-func (s *sharedCerts) parse(host string, pemBytes []byte) (*tls.Certificate, error) {
+func (s *Shared) parse(host string, pemBytes []byte) (*tls.Certificate, error) {
 	c, err := localca.Decode(pemBytes, pemBytes)
 	if err != nil {
 		return nil, fmt.Errorf("edge: certificate for %q: %w", host, err)
@@ -440,13 +443,13 @@ func (s *sharedCerts) parse(host string, pemBytes []byte) (*tls.Certificate, err
 }
 
 // diskPath is where host's certificate is kept ("*" is "_" on disk).
-func (s *sharedCerts) diskPath(host string) string {
+func (s *Shared) diskPath(host string) string {
 	return filepath.Join(s.dir, strings.ReplaceAll(host, "*", "_")+".pem")
 }
 
 // save keeps a copy of host's certificate and key (mode 0600) for a restart
 // while the control plane is unreachable.
-func (s *sharedCerts) save(host string, pemBytes []byte) {
+func (s *Shared) save(host string, pemBytes []byte) {
 	if s.dir == "" {
 		return
 	}
@@ -463,7 +466,7 @@ func (s *sharedCerts) save(host string, pemBytes []byte) {
 }
 
 // load returns the copy of host's certificate on disk, if it is still good.
-func (s *sharedCerts) load(host string) *tls.Certificate {
+func (s *Shared) load(host string) *tls.Certificate {
 	if s.dir == "" {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package edge
+package listener
 
 import (
 	"net"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // TestConnCapTrustedProxy is issue 11 item 10: a trusted proxy is not one
@@ -20,8 +21,8 @@ func TestConnCapTrustedProxy(t *testing.T) {
 	}
 	perAddr := prometheus.NewCounter(prometheus.CounterOpts{Name: "per_address"})
 	proxiesCap := prometheus.NewCounter(prometheus.CounterOpts{Name: "trusted_proxies"})
-	trusted := proxies{netip.MustParsePrefix("127.0.0.1/32")}
-	ln := newPerIPListener(raw, 2, trusted, 5, [2]prometheus.Counter{perAddr, proxiesCap})
+	trusted := netip.MustParsePrefix("127.0.0.1/32").Contains
+	ln := PerIP(raw, 2, trusted, 5, [2]prometheus.Counter{perAddr, proxiesCap})
 	t.Cleanup(func() { ln.Close() })
 	accepted := make(chan net.Conn, 64)
 	go func() {
@@ -76,4 +77,13 @@ func TestConnCapTrustedProxy(t *testing.T) {
 	if metricValue(perAddr) != 1 || metricValue(proxiesCap) != 1 {
 		t.Fatalf("refusals counted: per address %v, trusted proxies %v; want 1 and 1", metricValue(perAddr), metricValue(proxiesCap))
 	}
+}
+
+// metricValue reads a counter's value.
+func metricValue(m prometheus.Metric) float64 {
+	var d dto.Metric
+	if err := m.Write(&d); err != nil {
+		return -1
+	}
+	return d.GetCounter().GetValue()
 }

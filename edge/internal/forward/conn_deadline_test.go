@@ -1,4 +1,4 @@
-package edge
+package forward
 
 import (
 	"net"
@@ -23,9 +23,9 @@ func TestOriginConnReadDeadlines(t *testing.T) {
 	const idle = time.Minute
 	tests := []struct {
 		name string
-		run  func(t *testing.T, oc *originConn, dc *deadlineConn)
+		run  func(t *testing.T, oc *Conn, dc *deadlineConn)
 	}{
-		{"first byte deadline exact, then idle once", func(t *testing.T, oc *originConn, dc *deadlineConn) {
+		{"first byte deadline exact, then idle once", func(t *testing.T, oc *Conn, dc *deadlineConn) {
 			first := time.Now().Add(10 * time.Second)
 			oc.SetReadDeadline(first)
 			var b [1]byte
@@ -40,7 +40,7 @@ func TestOriginConnReadDeadlines(t *testing.T) {
 				t.Fatalf("idle deadline in %v, want about %v", d, idle)
 			}
 		}},
-		{"each response gets its own first-byte deadline", func(t *testing.T, oc *originConn, dc *deadlineConn) {
+		{"each response gets its own first-byte deadline", func(t *testing.T, oc *Conn, dc *deadlineConn) {
 			var b [1]byte
 			for i := range 3 {
 				first := time.Now().Add(time.Duration(i+1) * time.Second)
@@ -51,7 +51,7 @@ func TestOriginConnReadDeadlines(t *testing.T) {
 				}
 			}
 		}},
-		{"idle deadline moved once it lags by the slack", func(t *testing.T, oc *originConn, dc *deadlineConn) {
+		{"idle deadline moved once it lags by the slack", func(t *testing.T, oc *Conn, dc *deadlineConn) {
 			var b [1]byte
 			oc.Read(b[:])
 			oc.rd = oc.rd.Add(-rearmSlack(idle)) // as if rearmSlack had passed since
@@ -60,7 +60,7 @@ func TestOriginConnReadDeadlines(t *testing.T) {
 				t.Fatalf("%d deadlines set, want 2", len(dc.set))
 			}
 		}},
-		{"a deadline in the past is replaced", func(t *testing.T, oc *originConn, dc *deadlineConn) {
+		{"a deadline in the past is replaced", func(t *testing.T, oc *Conn, dc *deadlineConn) {
 			var b [1]byte
 			oc.rd = time.Now().Add(-time.Second)
 			oc.Read(b[:])
@@ -72,7 +72,7 @@ func TestOriginConnReadDeadlines(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dc := &deadlineConn{}
-			oc := &originConn{Conn: dc, idle: idle}
+			oc := &Conn{Conn: dc, idle: idle}
 			tt.run(t, oc, dc)
 		})
 	}

@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd
 
-package edge
+package forward
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package edge
+package listener
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// lazyDeadlineConn keeps a connection's deadlines exact while touching the
+// DeadlineConn keeps a connection's deadlines exact while touching the
 // runtime's timers far less often than they are set.
 //
 // fasthttp sets up to three deadlines per request (the idle timeout before
@@ -25,7 +25,7 @@ import (
 // (or the first) is armed at once. So a deadline never fires late, and on
 // a busy keep-alive connection the timer moves about once per read timeout
 // (seconds) instead of three times per request.
-type lazyDeadlineConn struct {
+type DeadlineConn struct {
 	net.Conn
 	mu   sync.Mutex
 	r, w lazyDeadline
@@ -37,10 +37,10 @@ type lazyDeadlineConn struct {
 // Set*Deadline, the one armed on the connection (zero: none).
 type lazyDeadline struct{ want, armed time.Time }
 
-func newLazyDeadlineConn(c net.Conn) *lazyDeadlineConn { return &lazyDeadlineConn{Conn: c} }
+func NewDeadlineConn(c net.Conn) *DeadlineConn { return &DeadlineConn{Conn: c} }
 
 // SetDeadline sets both deadlines.
-func (c *lazyDeadlineConn) SetDeadline(t time.Time) error {
+func (c *DeadlineConn) SetDeadline(t time.Time) error {
 	if err := c.SetReadDeadline(t); err != nil {
 		return err
 	}
@@ -48,16 +48,16 @@ func (c *lazyDeadlineConn) SetDeadline(t time.Time) error {
 }
 
 // SetReadDeadline records t; it arms it when it comes before the armed one.
-func (c *lazyDeadlineConn) SetReadDeadline(t time.Time) error {
+func (c *DeadlineConn) SetReadDeadline(t time.Time) error {
 	return c.set(&c.r, t, c.Conn.SetReadDeadline)
 }
 
 // SetWriteDeadline records t; it arms it when it comes before the armed one.
-func (c *lazyDeadlineConn) SetWriteDeadline(t time.Time) error {
+func (c *DeadlineConn) SetWriteDeadline(t time.Time) error {
 	return c.set(&c.w, t, c.Conn.SetWriteDeadline)
 }
 
-func (c *lazyDeadlineConn) set(d *lazyDeadline, t time.Time, arm func(time.Time) error) error {
+func (c *DeadlineConn) set(d *lazyDeadline, t time.Time, arm func(time.Time) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d.want = t
@@ -74,7 +74,7 @@ func (c *lazyDeadlineConn) set(d *lazyDeadline, t time.Time, arm func(time.Time)
 // rearm is called when the armed deadline fired: it arms the wanted one and
 // reports true when that has not passed (the call is to be retried), false
 // when the caller is to get the timeout.
-func (c *lazyDeadlineConn) rearm(d *lazyDeadline, arm func(time.Time) error) bool {
+func (c *DeadlineConn) rearm(d *lazyDeadline, arm func(time.Time) error) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if d.want.Equal(d.armed) || (!d.want.IsZero() && !time.Now().Before(d.want)) {
@@ -86,7 +86,7 @@ func (c *lazyDeadlineConn) rearm(d *lazyDeadline, arm func(time.Time) error) boo
 
 // Read reads, going on past an armed deadline that is earlier than the
 // wanted one.
-func (c *lazyDeadlineConn) Read(p []byte) (int, error) {
+func (c *DeadlineConn) Read(p []byte) (int, error) {
 	for {
 		n, err := c.Conn.Read(p)
 		if n > 0 || err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || !c.rearm(&c.r, c.Conn.SetReadDeadline) {
@@ -97,7 +97,7 @@ func (c *lazyDeadlineConn) Read(p []byte) (int, error) {
 
 // Write writes all of p, going on past an armed deadline that is earlier
 // than the wanted one.
-func (c *lazyDeadlineConn) Write(p []byte) (int, error) {
+func (c *DeadlineConn) Write(p []byte) (int, error) {
 	written := 0
 	for {
 		n, err := c.Conn.Write(p[written:])
@@ -108,17 +108,17 @@ func (c *lazyDeadlineConn) Write(p []byte) (int, error) {
 	}
 }
 
-var _ net.Conn = (*lazyDeadlineConn)(nil)
+var _ net.Conn = (*DeadlineConn)(nil)
 
-// lazyDeadlineListener wraps each accepted connection in lazyDeadlineConn
-// (the plain-HTTP listener; the HTTPS one wraps in tlsMux.handshake).
-type lazyDeadlineListener struct{ net.Listener }
+// DeadlineListener wraps each accepted connection in DeadlineConn
+// (the plain-HTTP listener; the HTTPS one wraps in TLSMux.handshake).
+type DeadlineListener struct{ net.Listener }
 
 // Accept returns the next connection, wrapped.
-func (l lazyDeadlineListener) Accept() (net.Conn, error) {
+func (l DeadlineListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	return newLazyDeadlineConn(c), nil
+	return NewDeadlineConn(c), nil
 }

@@ -1,4 +1,4 @@
-package edge
+package listener
 
 import (
 	"errors"
@@ -65,7 +65,7 @@ func TestLazyDeadlineRead(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw, peer := tcpPair(t)
-			c := newLazyDeadlineConn(raw)
+			c := NewDeadlineConn(raw)
 			start := time.Now()
 			tc.set(c, start)
 			if tc.max == 0 {
@@ -94,7 +94,7 @@ func TestLazyDeadlineRead(t *testing.T) {
 // past ends a blocked read (how a graceful stop wakes idle connections).
 func TestLazyDeadlineInterrupt(t *testing.T) {
 	raw, _ := tcpPair(t)
-	c := newLazyDeadlineConn(raw)
+	c := NewDeadlineConn(raw)
 	c.SetReadDeadline(time.Now().Add(time.Hour))
 	errc := make(chan error, 1)
 	go func() {
@@ -117,7 +117,7 @@ func TestLazyDeadlineInterrupt(t *testing.T) {
 // wanted deadline, after a moved-later one, and reports what it wrote.
 func TestLazyDeadlineWrite(t *testing.T) {
 	raw, _ := tcpPair(t) // the peer never reads
-	c := newLazyDeadlineConn(raw)
+	c := NewDeadlineConn(raw)
 	start := time.Now()
 	c.SetWriteDeadline(start.Add(30 * time.Millisecond))
 	c.SetWriteDeadline(start.Add(200 * time.Millisecond))
@@ -150,18 +150,25 @@ func (c *countingConn) SetWriteDeadline(t time.Time) error {
 	return c.Conn.SetWriteDeadline(t)
 }
 
+// The edge's default timeouts (edge.DefaultIdleTimeout and the others).
+const (
+	idleTimeout  = 90 * time.Second
+	readTimeout  = 10 * time.Second
+	writeTimeout = 5 * time.Minute
+)
+
 // TestLazyDeadlineArmsRarely: fasthttp's pattern per keep-alive request
 // (idle deadline, read deadline, write deadline) arms the socket's timers
 // once each for a thousand requests, not three thousand times.
 func TestLazyDeadlineArmsRarely(t *testing.T) {
 	raw, _ := tcpPair(t)
 	cc := &countingConn{Conn: raw}
-	c := newLazyDeadlineConn(cc)
+	c := NewDeadlineConn(cc)
 	for i := 0; i < 1000; i++ {
 		now := time.Now()
-		c.SetReadDeadline(now.Add(DefaultIdleTimeout))
-		c.SetReadDeadline(now.Add(DefaultReadTimeout))
-		c.SetWriteDeadline(now.Add(DefaultWriteTimeout))
+		c.SetReadDeadline(now.Add(idleTimeout))
+		c.SetReadDeadline(now.Add(readTimeout))
+		c.SetWriteDeadline(now.Add(writeTimeout))
 	}
 	if got := cc.arms.Load(); got > 3 {
 		t.Fatalf("armed %d deadlines for 1000 requests, want at most 3", got)
@@ -170,7 +177,7 @@ func TestLazyDeadlineArmsRarely(t *testing.T) {
 
 // BenchmarkRequestDeadlines: the three deadlines fasthttp sets per
 // keep-alive request, on a TCP connection, directly and through
-// lazyDeadlineConn.
+// DeadlineConn.
 func BenchmarkRequestDeadlines(b *testing.B) {
 	for _, lazy := range []bool{false, true} {
 		name := "direct"
@@ -181,14 +188,14 @@ func BenchmarkRequestDeadlines(b *testing.B) {
 			raw, _ := tcpPair(b)
 			c := raw
 			if lazy {
-				c = newLazyDeadlineConn(raw)
+				c = NewDeadlineConn(raw)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
 				now := time.Now()
-				c.SetReadDeadline(now.Add(DefaultIdleTimeout))
-				c.SetReadDeadline(now.Add(DefaultReadTimeout))
-				c.SetWriteDeadline(now.Add(DefaultWriteTimeout))
+				c.SetReadDeadline(now.Add(idleTimeout))
+				c.SetReadDeadline(now.Add(readTimeout))
+				c.SetWriteDeadline(now.Add(writeTimeout))
 			}
 		})
 	}
@@ -199,7 +206,7 @@ func TestLazyDeadlineListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := lazyDeadlineListener{raw}
+	ln := DeadlineListener{raw}
 	defer ln.Close()
 	go func() {
 		if c, err := net.Dial("tcp", raw.Addr().String()); err == nil {
@@ -212,8 +219,8 @@ func TestLazyDeadlineListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, ok := c.(*lazyDeadlineConn); !ok {
-		t.Fatalf("accepted %T, want *lazyDeadlineConn", c)
+	if _, ok := c.(*DeadlineConn); !ok {
+		t.Fatalf("accepted %T, want *DeadlineConn", c)
 	}
 	raw.Close()
 	if _, err := ln.Accept(); err == nil {

@@ -1,4 +1,4 @@
-package edge
+package listener
 
 import (
 	"context"
@@ -8,39 +8,43 @@ import (
 	"time"
 )
 
-// The HTTPS listener speaks HTTP/1.1 and HTTP/2, chosen by ALPN. tlsMux
-// accepts TCP connections (after the per-address cap), completes each TLS
+// TLSMux is the HTTPS listener, speaking HTTP/1.1 and HTTP/2 chosen by
+// ALPN. It accepts TCP connections (after the per-address cap), completes each TLS
 // handshake in a goroutine of its own (so a slow handshake never holds up
 // the accept loop; bounded by ReadTimeout), and hands the connection to
 // the server of the negotiated protocol: HTTP/2 ("h2") is served right
-// there, on the handshake's goroutine, by serveH2 (the edge's HTTP/2
-// server, edge/internal/h2, whose requests run the very handler chain of
-// fasthttp, see h2_server.go); anything else is queued on h1 for
-// fasthttp, which serves HTTP/1.1.
-type tlsMux struct {
+// there, on the handshake's goroutine, by ServeH2 (the edge's HTTP/2
+// server, edge/internal/h2); anything else is queued on H1 for fasthttp,
+// which serves HTTP/1.1.
+type TLSMux struct {
 	ln               net.Listener
 	cfg              *tls.Config
 	handshakeTimeout time.Duration
-	h1               *connQueue
+	h1               *queue
 	wg               sync.WaitGroup // handshakes in flight
 	done             chan struct{}  // closed when run has returned
 
-	// serveH2 serves one HTTP/2 connection until it ends (set before run).
-	serveH2 func(*tls.Conn)
+	// ServeH2 serves one HTTP/2 connection until it ends (set before Run).
+	ServeH2 func(*tls.Conn)
 	h2mu    sync.Mutex
 	h2conns map[*tls.Conn]struct{} // served by serveH2 now
 	h2wg    sync.WaitGroup
 	closed  bool // close was called: no new HTTP/2 connection is served
 }
 
-func newTLSMux(ln net.Listener, cfg *tls.Config, handshakeTimeout time.Duration) *tlsMux {
-	return &tlsMux{ln: ln, cfg: cfg, handshakeTimeout: handshakeTimeout,
-		h1: newConnQueue(ln.Addr()), done: make(chan struct{})}
+// NewTLSMux returns the listener over ln, completing handshakes with cfg
+// within handshakeTimeout.
+func NewTLSMux(ln net.Listener, cfg *tls.Config, handshakeTimeout time.Duration) *TLSMux {
+	return &TLSMux{ln: ln, cfg: cfg, handshakeTimeout: handshakeTimeout,
+		h1: newQueue(ln.Addr()), done: make(chan struct{})}
 }
 
-// run accepts until the listener is closed, then closes the HTTP/1.1 queue
+// H1 is the listener of the HTTP/1.1 connections, for fasthttp's Serve.
+func (m *TLSMux) H1() net.Listener { return m.h1 }
+
+// Run accepts until the listener is closed, then closes the HTTP/1.1 queue
 // (fasthttp's Serve returns) once the handshakes in flight are done.
-func (m *tlsMux) run() {
+func (m *TLSMux) Run() {
 	defer func() {
 		m.wg.Wait()
 		m.h1.Close()
@@ -58,8 +62,8 @@ func (m *tlsMux) run() {
 	}
 }
 
-func (m *tlsMux) handshake(conn net.Conn) {
-	c := newLazyDeadlineConn(conn) // tail_deadline.go: fewer timer moves per request
+func (m *TLSMux) handshake(conn net.Conn) {
+	c := NewDeadlineConn(conn) // deadline.go: fewer timer moves per request
 	tc := tls.Server(c, m.cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), m.handshakeTimeout)
 	defer cancel()
@@ -76,9 +80,9 @@ func (m *tlsMux) handshake(conn net.Conn) {
 	m.h1.push(tc)
 }
 
-// serveHTTP2 serves an HTTP/2 connection with serveH2, tracked so that a
-// graceful stop can wait for it (waitH2) and close what is left.
-func (m *tlsMux) serveHTTP2(tc *tls.Conn) {
+// serveHTTP2 serves an HTTP/2 connection with ServeH2, tracked so that a
+// graceful stop can wait for it (WaitH2) and close what is left.
+func (m *TLSMux) serveHTTP2(tc *tls.Conn) {
 	m.h2mu.Lock()
 	if m.closed {
 		m.h2mu.Unlock()
@@ -97,14 +101,17 @@ func (m *tlsMux) serveHTTP2(tc *tls.Conn) {
 		m.h2mu.Unlock()
 		m.h2wg.Done()
 	}()
-	m.serveH2(tc)
+	m.ServeH2(tc)
 }
 
-// waitH2 waits, until ctx ends, for the HTTP/2 connections being served
+// Done is closed when Run has returned.
+func (m *TLSMux) Done() <-chan struct{} { return m.done }
+
+// WaitH2 waits, until ctx ends, for the HTTP/2 connections being served
 // to end (the server sent them GOAWAY and each ends once its streams are
 // done), then closes those still open. It returns ctx's error when it had
 // to close some.
-func (m *tlsMux) waitH2(ctx context.Context) error {
+func (m *TLSMux) WaitH2(ctx context.Context) error {
 	m.h2mu.Lock()
 	m.closed = true
 	m.h2mu.Unlock()
@@ -124,30 +131,30 @@ func (m *tlsMux) waitH2(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// close stops accepting (Run's shutdown); HTTP/2 connections handshaken
-// after it are closed.
-func (m *tlsMux) close() error {
+// Close stops accepting (the edge's shutdown); HTTP/2 connections
+// handshaken after it are closed.
+func (m *TLSMux) Close() error {
 	m.h2mu.Lock()
 	m.closed = true
 	m.h2mu.Unlock()
 	return m.ln.Close()
 }
 
-// connQueue is a net.Listener whose connections are pushed to it.
-type connQueue struct {
+// queue is a net.Listener whose connections are pushed to it.
+type queue struct {
 	addr   net.Addr
 	ch     chan net.Conn
 	done   chan struct{}
 	closed sync.Once
 }
 
-func newConnQueue(addr net.Addr) *connQueue {
-	return &connQueue{addr: addr, ch: make(chan net.Conn), done: make(chan struct{})}
+func newQueue(addr net.Addr) *queue {
+	return &queue{addr: addr, ch: make(chan net.Conn), done: make(chan struct{})}
 }
 
 // push hands c to the queue's server, or closes it when the server has
 // stopped.
-func (q *connQueue) push(c net.Conn) {
+func (q *queue) push(c net.Conn) {
 	select {
 	case q.ch <- c:
 	case <-q.done:
@@ -155,7 +162,7 @@ func (q *connQueue) push(c net.Conn) {
 	}
 }
 
-func (q *connQueue) Accept() (net.Conn, error) {
+func (q *queue) Accept() (net.Conn, error) {
 	select {
 	case c := <-q.ch:
 		return c, nil
@@ -164,11 +171,11 @@ func (q *connQueue) Accept() (net.Conn, error) {
 	}
 }
 
-func (q *connQueue) Close() error {
+func (q *queue) Close() error {
 	q.closed.Do(func() { close(q.done) })
 	return nil
 }
 
-func (q *connQueue) Addr() net.Addr { return q.addr }
+func (q *queue) Addr() net.Addr { return q.addr }
 
-var _ net.Listener = (*connQueue)(nil)
+var _ net.Listener = (*queue)(nil)

@@ -1,4 +1,4 @@
-package edge
+package listener
 
 import (
 	"bytes"
@@ -27,16 +27,16 @@ func (c *closeSignal) Close() error {
 // lingerPair returns the two ends of a loopback TCP connection, the
 // accepted one wrapped as the edge wraps it, and a channel closed when
 // that one's socket is closed.
-func lingerPair(t *testing.T) (client net.Conn, server *lazyDeadlineConn, closed chan struct{}) {
+func lingerPair(t *testing.T) (client net.Conn, server *DeadlineConn, closed chan struct{}) {
 	s, client := tcpPair(t)
 	cs := &closeSignal{TCPConn: s.(*net.TCPConn), closed: make(chan struct{})}
-	return client, newLazyDeadlineConn(cs), cs.closed
+	return client, NewDeadlineConn(cs), cs.closed
 }
 
 func TestLingeringClose(t *testing.T) {
 	t.Run("the answer, then the end, while the client's input is dropped", func(t *testing.T) {
 		client, server, closed := lingerPair(t)
-		lingerOnClose(server)
+		LingerOnClose(server)
 		server.Write([]byte("431 answer"))
 		if err := server.Close(); err != nil {
 			t.Fatal(err)
@@ -96,7 +96,7 @@ func TestLingeringClose(t *testing.T) {
 		client, server, closed := lingerPair(t)
 		lingering.Add(maxLingering)
 		defer lingering.Add(-maxLingering)
-		lingerOnClose(server)
+		LingerOnClose(server)
 		server.Close()
 		<-closed
 		client.Close()
