@@ -119,9 +119,20 @@ type Config struct {
 	// or s3://BUCKET/PREFIX?endpoint=... (controlplane/blobs/README.md);
 	// empty is DataDir/blobs.
 	Blobs string `json:"blobs,omitempty"`
-	// APIBaseURL is the API's own address as users reach it (hosted
-	// checkout pages, media upload and playback URLs).
+	// APIBaseURL is the address people reach the control plane at: the
+	// command line's --public-url (an https:// host behind the edge or a
+	// proxy), else the API's listening address. Every absolute link the
+	// control plane hands out starts with it: hosted checkout pages and
+	// payout onboarding returns, media upload and playback URLs, storage
+	// bucket object and signed URLs, sign-in token issuers. Processes on
+	// this machine that call the API back (live ingest's nginx) are given
+	// the listening address in Media.Live.NotifyBaseURL instead.
 	APIBaseURL string `json:"apiBaseUrl"`
+	// PublicURL is --public-url as given (empty when it was not): answers
+	// that otherwise echo the scheme and host a request came in on
+	// (database endpoints, agent event and chat URLs) start with it, so
+	// they are right behind a TLS-terminating proxy.
+	PublicURL string `json:"publicUrl,omitempty"`
 	// Media configures video processing and live ingest (Live nil: live
 	// channels answer 503); Dir and the base URLs default from DataDir and
 	// APIBaseURL.
@@ -488,7 +499,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 			return nil, err
 		}
 	}
-	if cp.databases, err = databases.New(ctx, databases.Config{Dir: filepath.Join(cfg.DataDir, "databases")}, databases.Deps{
+	if cp.databases, err = databases.New(ctx, databases.Config{Dir: filepath.Join(cfg.DataDir, "databases"), PublicBaseURL: cfg.PublicURL}, databases.Deps{
 		DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter, Projects: cp.Projects, Plans: cp.Accounts, Jobs: cp.Jobs, Logger: log,
 		Cluster: cluster, Limiter: limiter,
 	}); err != nil {
@@ -574,7 +585,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 
 	// Agents: tool loops through the AI gateway whose tools call this
 	// API's own routes with a key made for each run.
-	if cp.agents, err = agents.New(agents.Config{}, agents.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
+	if cp.agents, err = agents.New(agents.Config{PublicBaseURL: cfg.PublicURL}, agents.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
 		Sealer: cp.Sealer, Projects: cp.Projects, Plans: cp.Accounts, AI: cp.ai, Keys: cp.Accounts, Jobs: cp.Jobs, Limiter: limiter,
 		Models: func(id string) bool { m, ok := cp.ai.Catalogue().Get(id); return ok && m.Kind == ai.KindChat },
 		API:    http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { cp.handler.ServeHTTP(w, r) }),

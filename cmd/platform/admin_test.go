@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +12,7 @@ import (
 // TestAdminProfiles: Go's profiles, the runtime trace included, are served
 // on the admin listener (bench/trace.sh and edge/README.md "Tail" use them).
 func TestAdminProfiles(t *testing.T) {
-	srv := httptest.NewServer(adminMux(newRegistry(), func() bool { return true }))
+	srv := httptest.NewServer(adminMux(newRegistry(), func() bool { return true }, func(context.Context) (status, error) { return status{}, nil }))
 	defer srv.Close()
 	for _, tc := range []struct {
 		name, method, path string

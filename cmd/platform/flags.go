@@ -52,12 +52,16 @@ type options struct {
 	appMemory      string
 	appCgroups     string
 	appOutbound    string
+	publicURL      string
 	// allowPrivate lets app/function origins and webhook URLs be on
 	// loopback, private or link-local addresses.
 	allowPrivate bool
 	// reusePort binds the edge's listeners with SO_REUSEPORT, so a new
 	// process can take over the ports while the old one drains.
 	reusePort bool
+	// set names the flags given on the command line or in the
+	// environment (the rest are at their defaults).
+	set map[string]bool
 }
 
 type flagDef struct {
@@ -69,6 +73,7 @@ func (o *options) defs() []flagDef {
 	return []flagDef{
 		{"data", "PLATFORM_DATA", "./data", "everything the process stores", &o.data},
 		{"api-addr", "PLATFORM_API_ADDR", "127.0.0.1:7070", "control-plane REST API (/api/...)", &o.apiAddr},
+		{"public-url", "PLATFORM_PUBLIC_URL", "", "the address people reach the control plane at (https://host behind the edge or a proxy): checkout, upload, storage and sign-in links start with it (default http://<api-addr>)", &o.publicURL},
 		{"http-addr", "PLATFORM_HTTP_ADDR", ":8000", "edge plain HTTP: redirects to HTTPS", &o.httpAddr},
 		{"https-addr", "PLATFORM_HTTPS_ADDR", ":8443", "edge HTTPS over TCP, and HTTP/3 over UDP on the same port", &o.httpsAddr},
 		{"admin-addr", "PLATFORM_ADMIN_ADDR", "127.0.0.1:9090", "/healthz, /readyz, /metrics, /debug/pprof/ (profiles and runtime traces: keep it on loopback or a private network)", &o.adminAddr},
@@ -116,10 +121,12 @@ func (o *options) parse(cmd string, args []string) error {
 	fs := flag.NewFlagSet("platform "+cmd, flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	defs := o.defs()
+	o.set = map[string]bool{}
 	for _, d := range defs {
 		def := d.def
 		if v, ok := os.LookupEnv(d.env); ok {
 			def = v
+			o.set[d.name] = true
 		}
 		fs.StringVar(d.dst, d.name, def, d.usage+" (env "+d.env+")")
 	}
@@ -141,6 +148,7 @@ func (o *options) parse(cmd string, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	if o.geoip == "" {
 		o.geoip = strings.TrimRight(o.data, "/") + "/geo/country.mmdb"
 	}

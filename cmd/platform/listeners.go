@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -62,6 +63,36 @@ func listenersOf(cmd string, o options) []listenerFlag {
 type reservation struct {
 	api, admin net.Listener
 	held       map[string][]io.Closer
+	// skipped are the optional listeners left off because their default
+	// address was in use, each with why.
+	skipped []skippedListener
+}
+
+// errOffWithRTMP is why RTMPS is left off when RTMP is.
+var errOffWithRTMP = errors.New("off with RTMP")
+
+// skippedListener is an optional listener (live ingest) that reserve left
+// off: its address was its default, not one the operator chose, and busy.
+type skippedListener struct {
+	listenerFlag
+	err error
+}
+
+// optional reports whether l may be left off when its port is busy: live
+// ingest at its default address. An address the operator chose (flag or
+// environment) must bind, or the start fails.
+func optional(l listenerFlag, o options) bool {
+	return l.group == groupLive && !o.set[l.flag]
+}
+
+// skipped reports whether reserve left the listener of flag off.
+func (r *reservation) isSkipped(flag string) bool {
+	for _, s := range r.skipped {
+		if s.flag == flag {
+			return true
+		}
+	}
+	return false
 }
 
 // reserve binds every address of listenersOf(cmd, o). With o.reusePort the
@@ -83,7 +114,16 @@ func reserve(cmd string, o options) (*reservation, error) {
 		if l.group != "" && port == "0" {
 			continue
 		}
+		if l.what == "rtmps" && r.isSkipped("rtmp-addr") {
+			// RTMPS forwards to RTMP: off with it.
+			r.skipped = append(r.skipped, skippedListener{l, errOffWithRTMP})
+			continue
+		}
 		ln, err := lc.Listen(context.Background(), "tcp", l.addr)
+		if err != nil && optional(l, o) {
+			r.skipped = append(r.skipped, skippedListener{l, err})
+			continue
+		}
 		if err != nil {
 			r.close()
 			return nil, busy(l, "", err)

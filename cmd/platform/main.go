@@ -26,6 +26,10 @@ operator commands:
   mcp            the assistant connector over stdio: mcp --controlplane URL --key KEY
   balance        load a workspace's Balance: balance add --workspace ID --usd AMOUNT
   owner-key      a new owner API key when it was lost or leaked: owner-key reset [--workspace ID]
+  status         what a running platform does: parts, version, data size, job queue, edges (status [--admin-addr A])
+  backup         the whole installation to one file, while it serves: backup --out FILE [--data DIR]
+  restore        a backup into a new data directory: restore --in FILE --data DIR
+  project        one project to a file and into another installation: project export ID FILE, project import FILE
 
 Run "platform <command> -h" for the flags.`
 
@@ -54,6 +58,18 @@ func main() {
 	}
 	if cmd == "owner-key" {
 		os.Exit(runOwnerKey(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if cmd == "project" {
+		os.Exit(runProject(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if cmd == "status" {
+		os.Exit(runStatus(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if cmd == "backup" {
+		os.Exit(runBackup(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if cmd == "restore" {
+		os.Exit(runRestore(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	switch cmd {
 	case "serve", "controlplane", "edge":

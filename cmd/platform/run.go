@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,6 +64,10 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 			return err
 		}
 	}
+	public, err := publicURL(o)
+	if err != nil {
+		return err
+	}
 	var aiCfg ai.Config
 	if o.aiConfig != "" {
 		if aiCfg, err = ai.LoadConfig(o.aiConfig); err != nil {
@@ -76,6 +81,17 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 	}
 	defer res.close()
 	apiLn, adminLn := res.api, res.admin
+	// Live ingest left off because its default port is busy.
+	if res.isSkipped("rtmp-addr") {
+		o.rtmpAddr = ""
+	}
+	if res.isSkipped("rtmps-addr") {
+		o.rtmpsAddr = ""
+	}
+	apiURL := "http://" + apiLn.Addr().String()
+	if public == "" {
+		public = apiURL
+	}
 	if err := checkDataDir(o.data); err != nil {
 		return err
 	}
@@ -87,6 +103,10 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 	mediaCfg, err := mediaConfig(o)
 	if err != nil {
 		return err
+	}
+	if mediaCfg.Live != nil {
+		// nginx on this machine calls back to the API's own address.
+		mediaCfg.Live.NotifyBaseURL = apiURL
 	}
 	playbackHost := mediaHostOf(cmd, o)
 	if playbackHost != "" {
@@ -102,7 +122,8 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 		AllowPrivateNetworks: o.allowPrivate,
 		AI:                   aiCfg,
 		OwnAddrs:             ownAddrs(apiLn.Addr(), adminLn.Addr()),
-		APIBaseURL:           "http://" + apiLn.Addr().String(),
+		APIBaseURL:           public, // every link handed out starts with it
+		PublicURL:            strings.TrimRight(o.publicURL, "/"),
 		Payments:             payments.Config{Processor: o.payProcessor, StripeKey: o.stripeKey, StripeBaseURL: o.stripeBaseURL},
 		Mail:                 mail.Config{SMTPURL: o.smtpURL, From: o.mailFrom, DNSResolver: o.dnsResolver},
 		S3Host:               o.s3Host,
@@ -142,7 +163,8 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 	// The API serves first: the in-process edge asks it for the
 	// installation's certificates and configuration as it starts. Other
 	// requests wait for the first workspace.
-	gate := newStartGate(cp.Handler())
+	watch := newEdgeWatch(cp.Handler())
+	gate := newStartGate(watch)
 	apiSrv := &http.Server{Handler: gate, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 5 * time.Minute,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() { errc <- serveOn(apiSrv, apiLn) }()
@@ -174,12 +196,17 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 		return err
 	}
 	gate.open()
-	printBootstrap(out, b, apiLn.Addr().String())
+	printBootstrap(out, b, apiLn.Addr().String(), o.publicURL != "", public)
+	firstStartNotes(out, log, o, b)
+	ingest, unavailable := cp.Media().LiveIngest()
+	liveNotes(out, log, cmd, o, res.skipped, ingest, unavailable)
 	if ed != nil {
 		printEdge(out, ed, o)
 	}
 
-	adminSrv := newAdminServer(reg, ready)
+	src := &statusSource{cmd: cmd, started: time.Now(), publicURL: public, dataDir: o.data, db: cp.DB, watch: watch,
+		version: cp.EdgeSync().Version, parts: serveParts(cmd, o, apiLn.Addr(), adminLn.Addr(), ed, ingest, unavailable, res.skipped)}
+	adminSrv := newAdminServer(reg, ready, src.status)
 	go func() { errc <- serveOn(adminSrv, adminLn) }()
 	log.Info("platform started", "command", cmd, "api", apiLn.Addr().String(), "admin", adminLn.Addr().String(), "data", o.data)
 	err = serveUntil(ctx, ed, errc, apiSrv, adminSrv)
@@ -302,7 +329,9 @@ func runEdge(ctx context.Context, o options, log *slog.Logger, out io.Writer) er
 		return err
 	}
 	printEdge(out, ed, o)
-	adminSrv := newAdminServer(reg, ed.Ready)
+	src := &statusSource{cmd: "edge", started: time.Now(), dataDir: o.data, version: ed.Version,
+		parts: []statusPart{{Name: "edge", Addr: ed.HTTPSAddr().String(), Note: "configured from " + o.controlplane}, {Name: "admin", Addr: res.admin.Addr().String()}}}
+	adminSrv := newAdminServer(reg, ed.Ready, src.status)
 	errc := make(chan error, 1)
 	go func() { errc <- serveOn(adminSrv, res.admin) }()
 	log.Info("platform started", "command", "edge", "admin", res.admin.Addr().String(), "controlplane", o.controlplane, "data", o.data)
@@ -364,8 +393,8 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-func newAdminServer(reg *prometheus.Registry, ready func() bool) *http.Server {
-	return &http.Server{Handler: adminMux(reg, ready), ReadHeaderTimeout: 5 * time.Second}
+func newAdminServer(reg *prometheus.Registry, ready func() bool, status func(context.Context) (status, error)) *http.Server {
+	return &http.Server{Handler: adminMux(reg, ready, status), ReadHeaderTimeout: 5 * time.Second}
 }
 
 func serveOn(s *http.Server, ln net.Listener) error {
@@ -389,12 +418,13 @@ func checkDataDir(dir string) error {
 }
 
 // adminMux serves /healthz (alive), /readyz (configuration loaded),
-// /metrics, and Go's profiles under /debug/pprof/ (CPU, heap, goroutines,
+// /status (what `platform status` prints, as JSON), /metrics, and Go's profiles under /debug/pprof/ (CPU, heap, goroutines,
 // and /debug/pprof/trace for a runtime/trace of the running process), as
 // Caddy's admin endpoint does. The admin listener is on loopback by default
 // (--admin-addr); the profiles are on it and nowhere else.
-func adminMux(reg *prometheus.Registry, ready func() bool) http.Handler {
+func adminMux(reg *prometheus.Registry, ready func() bool, status func(context.Context) (status, error)) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /status", statusHandler(status))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
@@ -415,8 +445,16 @@ func adminMux(reg *prometheus.Registry, ready func() bool) http.Handler {
 	return mux
 }
 
-func printBootstrap(out io.Writer, b accounts.Bootstrap, apiAddr string) {
+// printBootstrap prints where the dashboard and API answer (the public
+// URL when one is set) and, on a first start, the workspace and its key.
+func printBootstrap(out io.Writer, b accounts.Bootstrap, apiAddr string, hasPublic bool, public string) {
 	base := "http://" + browserAddr(apiAddr)
+	if hasPublic {
+		base = public
+		fmt.Fprintf(out, "platform: public URL %s (--public-url): links in checkouts, uploads and storage start with it; API listening on %s\n", public, apiAddr)
+	} else {
+		fmt.Fprintf(out, "platform: public URL %s (the API address): links in checkouts, uploads and storage start with it; behind a proxy or the edge set --public-url https://...\n", public)
+	}
 	if !b.Created {
 		fmt.Fprintf(out, "platform: dashboard at %s/ (sign in), API at %s (existing data directory: the owner key was printed on its first start; lost? platform owner-key reset)\n", base, base)
 		return

@@ -78,8 +78,8 @@ func (h Handlers) Run(w http.ResponseWriter, r *http.Request) error {
 func (h Handlers) Get(w http.ResponseWriter, r *http.Request) error {
 	d, err := h.S.Get(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"))
 	if err == nil {
-		d.Events.URL = absolute(r, d.Events.URL)
-		d.Chat.URL = absolute(r, d.Chat.URL)
+		d.Events.URL = h.absolute(r, d.Events.URL)
+		d.Chat.URL = h.absolute(r, d.Chat.URL)
 	}
 	return api.Reply(w, http.StatusOK, d, err)
 }
@@ -92,7 +92,7 @@ func (h Handlers) Patch(w http.ResponseWriter, r *http.Request) error {
 	}
 	ans, err := h.S.Patch(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), req)
 	if err == nil && ans.Chat != nil {
-		ans.Chat.URL = absolute(r, ans.Chat.URL)
+		ans.Chat.URL = h.absolute(r, ans.Chat.URL)
 	}
 	return api.Reply(w, http.StatusOK, ans, err)
 }
@@ -181,10 +181,14 @@ func visitorAddr(r *http.Request) string {
 	return host
 }
 
-// absolute prefixes a path with the request's own origin.
-func absolute(r *http.Request, path string) string {
+// absolute prefixes a path with the public base URL, or the request's
+// own origin without one.
+func (h Handlers) absolute(r *http.Request, path string) string {
 	if path == "" || !strings.HasPrefix(path, "/") {
 		return path
+	}
+	if u := h.S.cfg.PublicBaseURL; u != "" {
+		return strings.TrimRight(u, "/") + path
 	}
 	scheme := "http"
 	if r.TLS != nil {

@@ -107,6 +107,10 @@ type Config struct {
 	MaxToolAnswer int `json:"maxToolAnswer"`
 	// MaxTokens is each model call's max_tokens.
 	MaxTokens int `json:"maxTokens"`
+	// PublicBaseURL is the address people reach the API at (--public-url):
+	// the events and chat URLs in answers start with it. Empty: the scheme
+	// and host each request came in on.
+	PublicBaseURL string `json:"publicBaseUrl,omitempty"`
 }
 
 // Provision fills defaults.

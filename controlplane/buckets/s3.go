@@ -468,11 +468,7 @@ func (h *s3Handler) completeUpload(rq *s3Request, b bucketRow) error {
 	if err != nil {
 		return err
 	}
-	scheme := "http"
-	if rq.r.TLS != nil {
-		scheme = "https"
-	}
-	loc := scheme + "://" + rq.r.Host + h.prefix + "/" + b.Name + "/" + awsEncode(o.Key, true)
+	loc := h.s.requestOrigin(rq.r) + h.prefix + "/" + b.Name + "/" + awsEncode(o.Key, true)
 	writeXML(rq.w, http.StatusOK, completeMultipartUploadResult{NS: s3NS, Location: loc, Bucket: b.Name, Key: o.Key, ETag: `"` + o.ETag + `"`})
 	return nil
 }

@@ -69,6 +69,9 @@ func (h Handlers) route(w http.ResponseWriter, r *http.Request) (bool, error) {
 // request another replica forwarded (verified), the scheme the client
 // used there.
 func (h Handlers) origin(r *http.Request) string {
+	if u := h.S.cfg.PublicBaseURL; u != "" {
+		return strings.TrimRight(u, "/")
+	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"

@@ -135,6 +135,10 @@ type Config struct {
 	MaxOpen int `json:"maxOpen"`
 	// FlushEvery is how often counts reach the meter.
 	FlushEvery time.Duration `json:"flushEvery"`
+	// PublicBaseURL is the address people reach the API at (--public-url):
+	// endpoints and export downloads in answers start with it. Empty: the
+	// scheme and host each request came in on.
+	PublicBaseURL string `json:"publicBaseUrl,omitempty"`
 }
 
 // Provision fills defaults.
