@@ -14,6 +14,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/certs"
 	"github.com/svcplatform/platform/controlplane/databases"
 	"github.com/svcplatform/platform/controlplane/deploys"
+	"github.com/svcplatform/platform/controlplane/domains"
 	"github.com/svcplatform/platform/controlplane/edgesync"
 	"github.com/svcplatform/platform/controlplane/mail"
 	"github.com/svcplatform/platform/controlplane/media"
@@ -51,6 +52,7 @@ func (cp *ControlPlane) routeTable() []api.Route {
 		ai.Routes(ai.Handlers{S: cp.ai}),
 		agents.Routes(agents.Handlers{S: cp.agents}),
 		mail.Routes(mail.Handlers{S: cp.mail}),
+		domains.Routes(domains.Handlers{S: cp.domains}),
 		cp.mcp.Routes(),
 		usage.Routes(usage.Handlers{S: cp.usage}),
 		audit.Routes(audit.Handlers{Log: cp.Audit}),

@@ -16,8 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,6 +41,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/dashboard"
 	"github.com/svcplatform/platform/controlplane/databases"
 	"github.com/svcplatform/platform/controlplane/deploys"
+	"github.com/svcplatform/platform/controlplane/domains"
 	"github.com/svcplatform/platform/controlplane/edgesync"
 	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/mail"
@@ -156,6 +159,11 @@ type Config struct {
 	// are written to DataDir/mail), the platform's sender (--mail-from) and
 	// the DNS resolver sending domains are looked up at (--dns-resolver).
 	Mail mail.Config `json:"mail"`
+	// Domains configures custom domains: the edges' public addresses apex
+	// domains point at (--edge-addresses), whether edges use ACME, and the
+	// resolver records are looked up at (Mail's --dns-resolver when
+	// empty). AppsDomain is filled from the Config's.
+	Domains domains.Config `json:"domains"`
 	// Memory sets memory stores' per-plan caps and the sweep's schedule
 	// (controlplane/memory; the zero value is the defaults).
 	Memory memory.Config `json:"memory"`
@@ -226,6 +234,20 @@ func (c *Config) Provision() {
 	if !slices.Contains(c.Mail.ReservedDomains, c.AppsDomain) {
 		c.Mail.ReservedDomains = append(c.Mail.ReservedDomains, c.AppsDomain)
 	}
+	if c.Domains.AppsDomain == "" {
+		c.Domains.AppsDomain = c.AppsDomain
+	}
+	if c.Domains.DNSResolver == "" {
+		c.Domains.DNSResolver = c.Mail.DNSResolver
+	}
+	// The API's own host and the S3 host are the platform's, not a
+	// project's custom domain.
+	if u, err := url.Parse(c.APIBaseURL); err == nil && u.Hostname() != "" && net.ParseIP(u.Hostname()) == nil {
+		c.Domains.ReservedDomains = append(c.Domains.ReservedDomains, u.Hostname())
+	}
+	if c.S3Host != "" {
+		c.Domains.ReservedDomains = append(c.Domains.ReservedDomains, c.S3Host)
+	}
 }
 
 // ControlPlane is the assembled control plane. Every field is set by New;
@@ -264,6 +286,7 @@ type ControlPlane struct {
 	usage     *usage.Service
 	agents    *agents.Service
 	mail      *mail.Service
+	domains   *domains.Service
 	signin    *signin.Service
 	memory    *memory.Service
 	buckets   *buckets.Service
@@ -289,6 +312,9 @@ func (cp *ControlPlane) Media() *media.Service { return cp.media }
 
 // Mail returns the e-mail area.
 func (cp *ControlPlane) Mail() *mail.Service { return cp.mail }
+
+// Domains returns the custom domains area.
+func (cp *ControlPlane) Domains() *domains.Service { return cp.domains }
 
 // Memory returns the memory stores area.
 func (cp *ControlPlane) Memory() *memory.Service { return cp.memory }
@@ -620,6 +646,21 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		return nil
 	})
 
+	// Custom domains: names projects answer at besides <slug>.<apps
+	// domain>, verified by DNS (a periodic job re-checks them), served by
+	// the edges once claimed, with certificates through their ACME or
+	// local-CA path.
+	if cp.domains, err = domains.New(cfg.Domains, domains.Deps{DB: cp.DB, Clock: clk, Jobs: cp.Jobs, Projects: cp.Projects,
+		Pub: cp.edgeSync, Certs: cp.certs, Audit: cp.Audit, Logger: log}); err != nil {
+		return nil, err
+	}
+	cp.Projects.AddDependent(cp.domains)
+	for _, c := range cp.domains.Collectors() {
+		if err := cfg.Registerer.Register(c); err != nil {
+			return nil, fmt.Errorf("controlplane: metrics: %w", err)
+		}
+	}
+
 	// Sign-in pools: end-user authentication for the projects' apps; their
 	// messages go out as the project through the mail area.
 	if cp.signin, err = signin.New(signin.Config{BaseURL: cfg.APIBaseURL}, signin.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit,
@@ -641,7 +682,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	// The security overview asks each area for its facts (sign-in pools'
 	// lockouts among them); checks of areas not built yet are unavailable.
 	if cp.security, err = security.New(security.Config{}, security.Deps{Accounts: cp.Accounts, Variables: cp.Projects, Audit: cp.Audit,
-		Usage: cp.Meter, Clock: clk, LockedOutUsers: cp.signin.LockedOutUsers}); err != nil {
+		Usage: cp.Meter, Clock: clk, LockedOutUsers: cp.signin.LockedOutUsers, UnverifiedDomains: cp.domains.Unverified}); err != nil {
 		return nil, err
 	}
 
@@ -667,6 +708,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 			"refunds":  usage.RefundsSource{Projects: cp.Projects, Payments: cp.payments},
 			"webhooks": usage.WebhooksSource{Webhooks: failingWebhooks{cp}},
 			"mail":     cp.mail,
+			"domains":  cp.domains,
 			"signin":   cp.signin,
 			"buckets":  cp.buckets,
 		},
@@ -736,6 +778,7 @@ func edgeSources() edgesync.Sources {
 		Shield:      shield.AllSettings,
 		Passwords:   shield.AllPasswords,
 		CDN:         cdn.All,
+		Domains:     domains.EdgeDomains,
 	}
 }
 

@@ -38,6 +38,7 @@ func (e *Edge) serve(ctx *fasthttp.RequestCtx, p proto) {
 	switch {
 	case d.Verdict == rules.Refuse:
 		e.plain(ctx, p, d.Status, refusalBody(d.Rule))
+	case e.serveDomainRedirect(ctx, st, p): // a custom domain's other name (domains.go)
 	case st.kind == kindStatic:
 		e.serveStatic(ctx, t, st, addr, p)
 	default:

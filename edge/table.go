@@ -47,6 +47,9 @@ type site struct {
 	rules     *rules.Ruleset // the workspace's (static, app) or the deployment's pinned (function)
 	dep       *deployment
 	password  *sitePassword // static sites only
+	// redirect, set on a custom domain's host, is the host its requests
+	// are redirected to (the other name of an apex and www pair).
+	redirect []byte
 }
 
 // sitePassword is a site password as the edge checks it.
@@ -167,6 +170,9 @@ func compile(s *snapshot.Snapshot, origins func(base string, managed bool) (*ori
 		t.sites[host] = st
 	}
 	if err := compileMedia(t, s.Media); err != nil { // the playback host (media.go)
+		return nil, err
+	}
+	if err := compileDomains(t, s.Domains); err != nil { // custom domains (domains.go)
 		return nil, err
 	}
 	if len(s.SessionKey) > 0 {

@@ -46,6 +46,7 @@ type options struct {
 	smtpURL        string
 	mailFrom       string
 	dnsResolver    string
+	edgeAddrs      string
 	s3Host         string
 	appIdle        string
 	appCPUMillis   string
@@ -103,7 +104,8 @@ func (o *options) defs() []flagDef {
 		{"smtp-url", "PLATFORM_SMTP_URL", "", "mail: the SMTP relay, smtp://user:pass@host:587 (STARTTLS when offered; ?starttls=required) or smtps://user:pass@host:465; prefer the environment variable (the password); empty writes messages to DIR/mail", &o.smtpURL},
 		{"mail-from", "PLATFORM_MAIL_FROM", "", "mail: the platform's sender, Name <address> (default Platform <noreply@<apps-domain>>); publish SPF and DKIM for it at the relay", &o.mailFrom},
 		{"s3-host", "PLATFORM_S3_HOST", "", "storage buckets: a host name at whose root the S3-compatible API answers, for clients whose endpoint takes no path (minio-go, mc); /s3 on the API address always answers", &o.s3Host},
-		{"dns-resolver", "PLATFORM_DNS_RESOLVER", "", "the DNS server (host:port) sending domains are looked up at; empty uses the system's resolver", &o.dnsResolver},
+		{"dns-resolver", "PLATFORM_DNS_RESOLVER", "", "the DNS server (host:port) sending and custom domains are looked up at; empty uses the system's resolver", &o.dnsResolver},
+		{"edge-addresses", "PLATFORM_EDGE_ADDRESSES", "", "custom domains: the edges' public IPv4 and IPv6 addresses, comma-separated, that apex domains' A and AAAA records point at (empty: apexes must resolve to what <slug>.<apps-domain> resolves to)", &o.edgeAddrs},
 		{"app-idle-timeout", "PLATFORM_APP_IDLE_TIMEOUT", "15m", "stop an app with no connection for this long; the next request wakes it (0s: never)", &o.appIdle},
 		{"app-cpu-millis", "PLATFORM_APP_CPU_MILLIS", "1000", "CPU of each sandboxed app in thousandths of a core (bwrap with cgroups)", &o.appCPUMillis},
 		{"app-memory-bytes", "PLATFORM_APP_MEMORY_BYTES", "536870912", "memory of each sandboxed app: all of it with cgroups, RLIMIT_DATA without", &o.appMemory},

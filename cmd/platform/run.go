@@ -26,6 +26,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/ai"
 	"github.com/svcplatform/platform/controlplane/blobs"
+	"github.com/svcplatform/platform/controlplane/domains"
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
 	"github.com/svcplatform/platform/controlplane/mail"
 	"github.com/svcplatform/platform/controlplane/media"
@@ -126,6 +127,7 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 		PublicURL:            strings.TrimRight(o.publicURL, "/"),
 		Payments:             payments.Config{Processor: o.payProcessor, StripeKey: o.stripeKey, StripeBaseURL: o.stripeBaseURL},
 		Mail:                 mail.Config{SMTPURL: o.smtpURL, From: o.mailFrom, DNSResolver: o.dnsResolver},
+		Domains:              domains.Config{DNSResolver: o.dnsResolver, EdgeAddresses: splitList(o.edgeAddrs), ACME: o.acmeEmail != ""},
 		S3Host:               o.s3Host,
 		Media:                mediaCfg,
 		Runtime:              rtCfg,
@@ -578,4 +580,16 @@ func portSuffix(port string) string {
 		return ""
 	}
 	return ":" + port
+}
+
+// splitList reads a comma-separated flag value: items trimmed, empty ones
+// dropped.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

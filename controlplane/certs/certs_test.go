@@ -32,14 +32,17 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// fixedSites serves a fixed set of hosts under apps.test, as the edge
-// snapshot would.
-type fixedSites struct{ hosts []string }
+// fixedSites serves a fixed set of hosts under apps.test and of verified
+// custom domains, as the edge snapshot would.
+type fixedSites struct{ hosts, domains []string }
 
 func (f fixedSites) Snapshot(context.Context) (snapshot.Snapshot, error) {
 	s := snapshot.Snapshot{AppsDomain: "apps.test"}
 	for _, h := range f.hosts {
 		s.Sites = append(s.Sites, snapshot.Site{Host: h})
+	}
+	for _, h := range f.domains {
+		s.Domains = append(s.Domains, snapshot.Domain{Host: h})
 	}
 	return s, nil
 }
@@ -59,7 +62,7 @@ var t0 = time.Now().UTC().Truncate(time.Second)
 func newService(t testing.TB, db *store.DB, clk clock.Clock) *Service {
 	t.Helper()
 	s, err := New(context.Background(), Config{}, Deps{DB: db, Sealer: testSealer(t, 7), Clock: clk, CertClock: clk, Logger: quiet,
-		Sites: fixedSites{hosts: []string{"blog.apps.test", "shop.apps.test"}}})
+		Sites: fixedSites{hosts: []string{"blog.apps.test", "shop.apps.test"}, domains: []string{"shop.example", "www.shop.example"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,6 +271,9 @@ func TestRefusals(t *testing.T) {
 		{"value far too large", "PUT", certwire.CachePath + "k", "", bytes.Repeat([]byte{1}, 4*certwire.MaxValueBytes), 413, "value_too_large"},
 		{"host not served", "POST", certwire.LocalPath, "", hostJSON("evil.example.com"), 404, "host_not_served"},
 		{"host under the apps domain not served", "POST", certwire.LocalPath, "", hostJSON("nosite.apps.test"), 404, "host_not_served"},
+		{"custom domain not verified", "POST", certwire.LocalPath, "", hostJSON("blog.example"), 404, "host_not_served"},
+		{"name under a verified custom domain", "POST", certwire.LocalPath, "", hostJSON("x.shop.example"), 404, "host_not_served"},
+		{"wildcard of a verified custom domain", "POST", certwire.LocalPath, "", hostJSON("*.shop.example"), 404, "host_not_served"},
 		{"wildcard of another domain", "POST", certwire.LocalPath, "", hostJSON("*.example.com"), 404, "host_not_served"},
 		{"wildcard under a site", "POST", certwire.LocalPath, "", hostJSON("*.blog.apps.test"), 404, "host_not_served"},
 		{"double wildcard", "POST", certwire.LocalPath, "", hostJSON("*.*.apps.test"), 400, "invalid_host"},
@@ -346,6 +352,9 @@ func TestLocalCertificates(t *testing.T) {
 			t.Fatal("a second edge got another certificate")
 		}
 		fingerprint(issue("apps.test")) // the apps domain itself
+		// Verified custom domains (snapshot.Domains), apex and www.
+		fingerprint(issue("shop.example"))
+		fingerprint(issue("WWW.shop.example."))
 		// The wildcard names every label under the apps domain, and the
 		// apps domain itself.
 		w := issue("*.apps.test")
@@ -440,5 +449,41 @@ func TestServesMediaHost(t *testing.T) {
 	}
 	if serves(snapshot.Snapshot{AppsDomain: "apps.test"}, "media.apps.test") {
 		t.Error("a media host served without one in the snapshot")
+	}
+}
+
+// TestExpiry: the expiry of a host's certificate, from the ACME cache
+// (autocert's value: the key, then the chain) before the installation
+// CA's host certificate; none issued is not found.
+func TestExpiry(t *testing.T) {
+	s := newService(t, pgtest.OpenSQLite(t), clock.NewFake(t0))
+	ctx := context.Background()
+	if _, found, err := s.Expiry(ctx, "shop.example"); err != nil || found {
+		t.Fatalf("nothing issued: found %v, %v", found, err)
+	}
+	local, err := s.Issue(ctx, "shop.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if na, found, err := s.Expiry(ctx, "SHOP.example"); err != nil || !found || !na.Equal(local.NotAfter) {
+		t.Fatalf("local: %v %v %v, want %v", na, found, err, local.NotAfter)
+	}
+	// An ACME certificate in the shared cache takes precedence.
+	c, err := s.ca.Sign("shop.example", t0.Add(-24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, key, err := localca.EncodePEM(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "shop.example", append(key, chain...)); err != nil {
+		t.Fatal(err)
+	}
+	if na, found, err := s.Expiry(ctx, "shop.example"); err != nil || !found || !na.Equal(c.Leaf.NotAfter.UTC()) {
+		t.Fatalf("acme: %v %v %v, want %v", na, found, err, c.Leaf.NotAfter)
+	}
+	if _, _, err := s.Expiry(ctx, "bad host"); err == nil {
+		t.Fatal("an invalid host was looked up")
 	}
 }

@@ -12,7 +12,9 @@ package certs
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"database/sql"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/svcplatform/platform/controlplane/certs/certwire"
 	"github.com/svcplatform/platform/controlplane/clock"
@@ -200,8 +203,8 @@ func (s *Service) Delete(ctx context.Context, key string) error {
 // CA: the stored one while it has more than RenewBefore left, otherwise a
 // new one that replaces it, so every edge (and replica) hands out the same
 // certificate. Hosts must be served: the apps domain, its wildcard
-// ("*.<apps domain>", which names the apps domain too) or a site's host in
-// the current snapshot (ErrHostNotServed otherwise).
+// ("*.<apps domain>", which names the apps domain too), a site's host or a
+// custom domain in the current snapshot (ErrHostNotServed otherwise).
 func (s *Service) Issue(ctx context.Context, host string) (certwire.LocalCert, error) {
 	h, err := certwire.ParseHost(host)
 	if err != nil {
@@ -253,7 +256,8 @@ func (s *Service) Issue(ctx context.Context, host string) (certwire.LocalCert, e
 }
 
 // serves reports whether host is the apps domain, its wildcard
-// (certwire.WildcardPrefix), the media playback host or a site's host.
+// (certwire.WildcardPrefix), the media playback host, a site's host or a
+// verified custom domain of a site (snapshot.Domains).
 func serves(snap snapshot.Snapshot, host string) bool {
 	d := strings.ToLower(snap.AppsDomain)
 	if host == d || host == certwire.WildcardPrefix+d {
@@ -264,6 +268,11 @@ func serves(snap snapshot.Snapshot, host string) bool {
 	}
 	for _, site := range snap.Sites {
 		if site.Host == host {
+			return true
+		}
+	}
+	for _, d := range snap.Domains {
+		if d.Host == host {
 			return true
 		}
 	}
@@ -332,4 +341,54 @@ func (a EdgeTokens) AuthenticateEdge(r *http.Request) (string, bool) {
 		return "", false
 	}
 	return id, true
+}
+
+// Expiry returns when the certificate edges serve for host expires: the
+// ACME certificate in the shared autocert cache (kept under the host's
+// name) or, without one, the installation CA's host certificate; found is
+// false when neither was issued. The domains area reports certificates
+// that were not issued or not renewed with it.
+func (s *Service) Expiry(ctx context.Context, host string) (time.Time, bool, error) {
+	h, err := certwire.ParseHost(host)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	sealed, err := getCache(ctx, s.db, h)
+	switch {
+	case err == nil:
+		v, err := s.sealer.Open(sealed, cacheAAD(h))
+		if err != nil {
+			return time.Time{}, false, fmt.Errorf("certs: cache %s: %w", h, err)
+		}
+		if na, ok := leafNotAfter(v); ok {
+			return na, true, nil
+		}
+	case !errors.Is(err, ErrCacheMiss):
+		return time.Time{}, false, err
+	}
+	l, ok, err := getLeaf(ctx, s.db, h)
+	if err != nil || !ok {
+		return time.Time{}, false, err
+	}
+	return l.notAfter, true, nil
+}
+
+// leafNotAfter reads the expiry of the first certificate in an autocert
+// cache value (the private key's PEM block, then the chain's).
+func leafNotAfter(v []byte) (time.Time, bool) {
+	for {
+		var b *pem.Block
+		b, v = pem.Decode(v)
+		if b == nil {
+			return time.Time{}, false
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return time.Time{}, false
+		}
+		return c.NotAfter.UTC(), true
+	}
 }

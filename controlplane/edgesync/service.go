@@ -77,6 +77,9 @@ type Sources struct {
 	// CDN returns the saved CDN setting of every workspace that saved one
 	// (others have DefaultCDN).
 	CDN func(ctx context.Context, q store.Querier) (map[string]snapshot.CDN, error)
+	// Domains returns the custom domains edges serve (the domains area):
+	// Host, ProjectID and RedirectTo. Optional: nil publishes none.
+	Domains func(ctx context.Context, q store.Querier) ([]snapshot.Domain, error)
 }
 
 // ProjectRef is what snapshots and counts need of a project.
@@ -476,6 +479,9 @@ func (s *Service) build(ctx context.Context, v int64) (snapshot.Snapshot, error)
 		snap.Sites = append(snap.Sites, st)
 	}
 	slices.SortFunc(snap.Sites, func(a, b snapshot.Site) int { return strings.Compare(a.Host, b.Host) })
+	if err := s.addDomains(ctx, &snap); err != nil {
+		return snap, err
+	}
 	if m := s.media.Load(); m != nil {
 		mc := *m
 		snap.Media = &mc
@@ -505,6 +511,36 @@ func (s *Service) build(ctx context.Context, v int64) (snapshot.Snapshot, error)
 		snap.Workspaces = append(snap.Workspaces, w)
 	}
 	return snap, nil
+}
+
+// addDomains lists the custom domains of projects that have a site in
+// snap, sorted by host; a domain naming a site's own host (under the apps
+// domain) is left out: the site answers there.
+func (s *Service) addDomains(ctx context.Context, snap *snapshot.Snapshot) error {
+	if s.src.Domains == nil {
+		return nil
+	}
+	ds, err := s.src.Domains(ctx, s.db)
+	if err != nil {
+		return fmt.Errorf("edgesync: domains: %w", err)
+	}
+	serving := make(map[string]bool, len(snap.Sites))
+	hosts := make(map[string]bool, len(snap.Sites))
+	for _, st := range snap.Sites {
+		serving[st.ProjectID] = true
+		hosts[st.Host] = true
+	}
+	for _, d := range ds {
+		d.Host = strings.ToLower(strings.TrimSuffix(d.Host, "."))
+		d.RedirectTo = strings.ToLower(strings.TrimSuffix(d.RedirectTo, "."))
+		if !serving[d.ProjectID] || hosts[d.Host] || d.Host == "" {
+			continue
+		}
+		hosts[d.Host] = true
+		snap.Domains = append(snap.Domains, d)
+	}
+	slices.SortFunc(snap.Domains, func(a, b snapshot.Domain) int { return strings.Compare(a.Host, b.Host) })
+	return nil
 }
 
 // ErrInvalidMedia is wrapped by the errors of SetMedia.

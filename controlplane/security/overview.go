@@ -104,8 +104,9 @@ type Deps struct {
 	Usage     Usage
 	// Clock tells the time of the overview (clock.System when nil).
 	Clock clock.Clock
-	// UnverifiedDomains counts custom domains awaiting verification (nil:
-	// the check is unavailable).
+	// UnverifiedDomains counts custom domains that are not verified,
+	// pending or misconfigured (domains.Service.Unverified; nil: the check
+	// is unavailable).
 	UnverifiedDomains Counter
 	// LockedOutUsers counts app users locked out after failed sign-ins
 	// (nil: the check is unavailable).
@@ -263,10 +264,10 @@ func (s *Service) Overview(ctx context.Context, ws string) (Overview, error) {
 		}
 		share, finding = 1, "No custom domain is waiting for verification"
 		if unverified > 0 {
-			share, finding = 0, fmt.Sprintf("%d custom domains are not verified yet", unverified)
+			share, finding = 0, fmt.Sprintf("%d custom domains are not verified (awaiting their TXT record, or not pointing at the platform)", unverified)
 		}
 		checks = append(checks, scored("domain_verification", "Domain verification", 10, share, float64(unverified), finding,
-			"Add the verification records your domain's page shows at your DNS provider, or remove domains you no longer use."))
+			"Publish the records each domain lists (GET /api/projects/{id}/domains) at your DNS provider, then POST /api/domains/{id}/verify; remove domains you no longer use (DELETE /api/domains/{id})."))
 	}
 
 	// Owners and admins.

@@ -30,10 +30,10 @@ func TestOverviewHasEveryCheck(t *testing.T) {
 		t.Run(eng.Name, func(t *testing.T) {
 			env := cptest.New(t, onEngine(t, eng))
 			o, m := overview(t, env.Owner)
-			// Custom domains are not built: their check is unavailable and
-			// not scored. Sign-in pools' lockouts are scored (none here).
+			// Custom domains and sign-in pools' lockouts are scored (none
+			// here).
 			want := map[string]bool{"two_factor": true, "full_access_keys": true, "oldest_key": true, "never_used_keys": true,
-				"domain_verification": false, "owners_and_admins": true, "environment_variables": false, "end_user_lockouts": true,
+				"domain_verification": true, "owners_and_admins": true, "environment_variables": false, "end_user_lockouts": true,
 				"password_hashing": false, "app_user_two_factor": false, "audit_activity": false, "api_key_activity": false}
 			if len(o.Checks) != 12 {
 				t.Fatalf("%d checks, want the spec's 12", len(o.Checks))
@@ -50,15 +50,13 @@ func TestOverviewHasEveryCheck(t *testing.T) {
 				weights += c.Weight
 				points += c.Points
 			}
-			// The unavailable check's 10 leaves the denominator: the owner
-			// lacks two-factor (0 of 25), everything else passes: 65 of 90.
-			if weights != 90 || points != 65 || o.Score != 72 {
+			// The owner lacks two-factor (0 of 25), everything else
+			// passes: 75 of 100.
+			if weights != 100 || points != 75 || o.Score != 75 {
 				t.Fatalf("weights %d, points %d, score %d", weights, points, o.Score)
 			}
-			for _, id := range []string{"domain_verification"} {
-				if c := m[id]; c.Status != "unavailable" || c.Weight != 0 || c.Points != 0 || c.Fix != "" {
-					t.Errorf("%s: %+v", id, c)
-				}
+			if c := m["domain_verification"]; c.Status != "pass" || c.Weight != 10 || c.Points != 10 || c.Fix != "" {
+				t.Errorf("domain_verification: %+v", c)
 			}
 			if len(o.ChangesPerHour) != 24 || !o.ChangesPerHour[23].Hour.Equal(env.Clock.Now().Truncate(time.Hour)) {
 				t.Fatalf("changes per hour %+v", o.ChangesPerHour)

@@ -64,13 +64,21 @@ const (
 	// that failed, and sending domains that do not (or no longer) verify.
 	KindMailFailed    = "mail_failed"
 	KindSendingDomain = "sending_domain"
+	// KindDomainUnverified, KindDomainMisconfigured and
+	// KindDomainCertificate are custom domains' (controlplane/domains):
+	// records not published after a day, records that stopped pointing at
+	// the edges, and certificates missing or not renewed.
+	KindDomainUnverified    = "domain_unverified"
+	KindDomainMisconfigured = "domain_misconfigured"
+	KindDomainCertificate   = "domain_certificate"
 )
 
 // kindOrder ranks kinds within a severity: what blocks users and money
 // first, then what is half done, then housekeeping.
 var kindOrder = []string{
 	KindTeardownFailed, KindDeployFailed, KindPlanLimit, KindAICredit, KindRefundsOwed,
-	KindWebhooksFailing, KindMailFailed, KindDeployStuck, KindFunctionsBehind, KindSendingDomain, KindEmailUnverified, KindShieldLogOnly,
+	KindWebhooksFailing, KindMailFailed, KindDomainCertificate, KindDomainMisconfigured, KindDeployStuck, KindFunctionsBehind,
+	KindSendingDomain, KindDomainUnverified, KindEmailUnverified, KindShieldLogOnly,
 }
 
 func kindRank(k string) int {

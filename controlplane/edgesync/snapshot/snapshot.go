@@ -41,7 +41,8 @@ const (
 type Snapshot struct {
 	// Version increases with every change that edges must see (deploy,
 	// rollback, Shield save, Apply now, password change, CDN save, project
-	// delete). Edges long-poll with after=<Version>.
+	// delete, custom domain claimed or removed). Edges long-poll with
+	// after=<Version>.
 	Version int64 `json:"version"`
 	// GeneratedAt is when the control plane built this snapshot.
 	GeneratedAt time.Time `json:"generatedAt"`
@@ -58,6 +59,24 @@ type Snapshot struct {
 	// Media is the media playback host, nil when the platform serves
 	// playback from the API's address only.
 	Media *Media `json:"media,omitempty"`
+	// Domains are the custom domains whose control was proven, sorted by
+	// Host; each answers like its project's site (Sites). Only domains of
+	// projects with a site are listed.
+	Domains []Domain `json:"domains,omitempty"`
+}
+
+// Domain is a custom domain of a project: the edge serves the project's
+// site at Host with the site's Shield, cache and password, or redirects
+// to RedirectTo.
+type Domain struct {
+	// Host is the custom name, lower case, without a port or trailing dot.
+	Host string `json:"host"`
+	// ProjectID is the project whose site answers (Site.ProjectID).
+	ProjectID string `json:"projectId"`
+	// RedirectTo, when set, is the host requests to Host are redirected to
+	// (308 with the same path and query; 301 for GET and HEAD): the other
+	// name of an apex and www pair.
+	RedirectTo string `json:"redirectTo,omitempty"`
 }
 
 // MediaPathPrefix starts every path the playback host forwards: HLS

@@ -1,0 +1,319 @@
+package domains
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svcplatform/platform/controlplane/api"
+	"github.com/svcplatform/platform/controlplane/auth"
+	"github.com/svcplatform/platform/controlplane/certs"
+	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/domains/dnstest"
+	"github.com/svcplatform/platform/controlplane/edgesync"
+	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
+	"github.com/svcplatform/platform/controlplane/jobs"
+	"github.com/svcplatform/platform/controlplane/projects"
+	"github.com/svcplatform/platform/controlplane/seal"
+	"github.com/svcplatform/platform/controlplane/store"
+	"github.com/svcplatform/platform/controlplane/store/pgtest"
+	"github.com/svcplatform/platform/controlplane/usage"
+	"github.com/svcplatform/platform/rules"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// The assembly's services are what the area depends on.
+var (
+	_ Projects        = (*projects.Service)(nil)
+	_ Jobs            = (*jobs.Runner)(nil)
+	_ Publisher       = (*edgesync.Service)(nil)
+	_ Certificates    = (*certs.Service)(nil)
+	_ usage.Source    = (*Service)(nil)
+	_ api.HandlerFunc = Handlers{}.Add
+)
+
+// eachEngine runs fn on SQLite and on PostgreSQL.
+func eachEngine(t *testing.T, fn func(t *testing.T, e pgtest.Engine)) {
+	for _, e := range pgtest.Engines() {
+		t.Run(e.Name, func(t *testing.T) { fn(t, e) })
+	}
+}
+
+// fakeProjects is the projects area as the domains area sees it.
+type fakeProjects struct {
+	mu sync.Mutex
+	m  map[string]projects.Project
+}
+
+func (f *fakeProjects) Get(_ context.Context, workspace, id string) (projects.Project, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.m[id]
+	if !ok || p.WorkspaceID != workspace {
+		return projects.Project{}, api.NotFound("project")
+	}
+	return p, nil
+}
+
+func (f *fakeProjects) Writable(ctx context.Context, workspace, id string) (projects.Project, error) {
+	p, err := f.Get(ctx, workspace, id)
+	if err == nil && p.Status == projects.StatusTeardownFailed {
+		return p, projects.ErrTeardownFailed
+	}
+	return p, err
+}
+
+// keys authenticates "Bearer <name>" as the principal of that name.
+type keys map[string]*auth.Principal
+
+func (k keys) Authenticate(r *http.Request) (*auth.Principal, error) {
+	return k[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")], nil
+}
+
+// The callers of every test: workspace ws_a with projects prj_a (slug
+// shop), prj_b (blog) and prj_dead (teardown_failed); ws_b with prj_c
+// (other).
+var callers = keys{
+	"owner":    {WorkspaceID: "ws_a", MemberID: "mem_o", Role: auth.Owner, KeyID: "key_o", KeyPrefix: "svc_o"},
+	"dev":      {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_d", KeyPrefix: "svc_d"},
+	"viewer":   {WorkspaceID: "ws_a", MemberID: "mem_v", Role: auth.Viewer, KeyID: "key_v", KeyPrefix: "svc_v"},
+	"readonly": {WorkspaceID: "ws_a", MemberID: "mem_o", Role: auth.Owner, KeyID: "key_r", KeyPrefix: "svc_r", ReadOnly: true},
+	"prjkey":   {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_p", KeyPrefix: "svc_p", ProjectID: "prj_a"},
+	"otherprj": {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_q", KeyPrefix: "svc_q", ProjectID: "prj_b"},
+	"stranger": {WorkspaceID: "ws_b", MemberID: "mem_s", Role: auth.Owner, KeyID: "key_s", KeyPrefix: "svc_s"},
+}
+
+var t0 = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+
+// The apps domain of the tests and the edge address apex domains point at.
+const (
+	appsDomain = "apps.test"
+	edgeAddr   = "192.0.2.10"
+)
+
+// fixture is the area on a fresh store with a real edge sync service (its
+// sites: every project of fakeProjects) and a test DNS server.
+type fixture struct {
+	t      *testing.T
+	db     *store.DB
+	clk    *clock.Fake
+	runner *jobs.Runner
+	prj    *fakeProjects
+	sync   *edgesync.Service
+	dns    *dnstest.Server
+	svc    *Service
+	srv    *httptest.Server
+}
+
+func newFixture(t *testing.T, e pgtest.Engine, cfg Config) *fixture {
+	t.Helper()
+	f := &fixture{t: t, db: e.Open(t), clk: clock.NewFake(t0), dns: dnstest.Start(t)}
+	quiet := slog.New(slog.DiscardHandler)
+	var err error
+	if f.runner, err = jobs.New(jobs.Config{}, jobs.Deps{DB: f.db, Clock: f.clk, Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.runner.Close() })
+	f.prj = &fakeProjects{m: map[string]projects.Project{
+		"prj_a":    {ID: "prj_a", WorkspaceID: "ws_a", Name: "Shop", Slug: "shop", Status: projects.StatusActive},
+		"prj_b":    {ID: "prj_b", WorkspaceID: "ws_a", Name: "Blog", Slug: "blog", Status: projects.StatusActive},
+		"prj_dead": {ID: "prj_dead", WorkspaceID: "ws_a", Name: "Gone", Slug: "gone", Status: projects.StatusTeardownFailed},
+		"prj_c":    {ID: "prj_c", WorkspaceID: "ws_b", Name: "Other", Slug: "other", Status: projects.StatusActive},
+	}}
+	sealer, err := seal.New(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.sync, err = edgesync.New(context.Background(), edgesync.Config{AppsDomain: appsDomain}, edgesync.Deps{DB: f.db, Sealer: sealer,
+		Clock: f.clk, Logger: quiet, Sources: f.sources()}); err != nil {
+		t.Fatal(err)
+	}
+	cfg.AppsDomain = appsDomain
+	cfg.DNSResolver = f.dns.Addr
+	if cfg.EdgeAddresses == nil {
+		cfg.EdgeAddresses = []string{edgeAddr}
+	}
+	if f.svc, err = New(cfg, Deps{DB: f.db, Clock: f.clk, Jobs: f.runner, Projects: f.prj, Pub: f.sync, Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	// The site addresses resolve to the edge, as the apps domain's
+	// wildcard record does.
+	for _, p := range f.prj.m {
+		f.dns.Addrs(p.Slug+"."+appsDomain, edgeAddr)
+	}
+	mux := http.NewServeMux()
+	api.Mount(mux, Routes(Handlers{S: f.svc}), api.MountOptions{Authn: callers})
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// sources serve every project of fakeProjects as a static site, and the
+// domains of the store (EdgeDomains).
+func (f *fixture) sources() edgesync.Sources {
+	return edgesync.Sources{
+		Sites: func(context.Context, store.Querier) ([]snapshot.Site, error) {
+			f.prj.mu.Lock()
+			defer f.prj.mu.Unlock()
+			var out []snapshot.Site
+			for _, p := range f.prj.m {
+				out = append(out, snapshot.Site{ProjectID: p.ID, Deployment: snapshot.Deployment{ID: "dpl_" + p.ID, Kind: snapshot.KindStatic}})
+			}
+			return out, nil
+		},
+		Projects: func(context.Context, store.Querier) (map[string]edgesync.ProjectRef, error) {
+			f.prj.mu.Lock()
+			defer f.prj.mu.Unlock()
+			out := map[string]edgesync.ProjectRef{}
+			for _, p := range f.prj.m {
+				out[p.ID] = edgesync.ProjectRef{Workspace: p.WorkspaceID, Slug: p.Slug}
+			}
+			return out, nil
+		},
+		Project: func(context.Context, store.Querier, string) (edgesync.ProjectRef, bool, error) {
+			return edgesync.ProjectRef{}, false, nil
+		},
+		ServingKind: func(context.Context, store.Querier, string) (string, error) { return snapshot.KindStatic, nil },
+		Served:      func(context.Context, store.Querier, string) (bool, error) { return false, nil },
+		Workspaces:  func(context.Context, store.Querier) ([]string, error) { return []string{"ws_a", "ws_b"}, nil },
+		Shield:      func(context.Context, store.Querier) (map[string]rules.Settings, error) { return nil, nil },
+		Passwords:   func(context.Context, store.Querier) (map[string]string, error) { return nil, nil },
+		CDN:         func(context.Context, store.Querier) (map[string]snapshot.CDN, error) { return nil, nil },
+		Domains:     EdgeDomains,
+	}
+}
+
+// edgeHosts are the custom hosts of the current snapshot, with their
+// redirect: "host" or "host>target".
+func (f *fixture) edgeHosts() []string {
+	f.t.Helper()
+	snap, err := f.sync.Snapshot(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out := []string{}
+	for _, d := range snap.Domains {
+		h := d.Host
+		if d.RedirectTo != "" {
+			h += ">" + d.RedirectTo
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// response is an answer of the test server.
+type response struct {
+	status int
+	body   []byte
+}
+
+func (r response) code() string {
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	json.Unmarshal(r.body, &e)
+	return e.Error.Code
+}
+
+func (r response) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+// call sends a request as key; body is marshalled unless it is a string.
+func (f *fixture) call(key, method, path string, body any) response {
+	f.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, f.srv.URL+path, rd)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := f.srv.Client().Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return response{status: resp.StatusCode, body: data}
+}
+
+// must calls and fails the test unless the status is want.
+func (f *fixture) must(want int, key, method, path string, body any) response {
+	f.t.Helper()
+	r := f.call(key, method, path, body)
+	if r.status != want {
+		f.t.Fatalf("%s %s as %s: status %d, want %d: %s", method, path, key, r.status, want, r.body)
+	}
+	return r
+}
+
+// add adds name (with redirect, "" for none) to project as dev.
+func (f *fixture) add(project, name, redirect string) CustomDomain {
+	f.t.Helper()
+	body := map[string]any{"name": name}
+	if redirect != "" {
+		body["redirect"] = redirect
+	}
+	var a CustomDomainAnswer
+	f.must(http.StatusCreated, "dev", "POST", "/api/projects/"+project+"/domains", body).decode(f.t, &a)
+	return a.Domain
+}
+
+// verify verifies a domain as key, expecting want.
+func (f *fixture) verify(key, id string, want int) CustomDomain {
+	f.t.Helper()
+	var a CustomDomainAnswer
+	r := f.must(want, key, "POST", "/api/domains/"+id+"/verify", nil)
+	if want == http.StatusOK {
+		r.decode(f.t, &a)
+	}
+	return a.Domain
+}
+
+// publish publishes d's records in the test DNS as asked.
+func (f *fixture) publish(d CustomDomain) {
+	f.t.Helper()
+	for _, r := range d.Records {
+		switch r.Type {
+		case "TXT":
+			f.dns.TXT(r.Name, r.Value)
+		case "CNAME":
+			f.dns.CNAME(r.Name, r.Value)
+		case "A", "AAAA":
+			f.dns.Addrs(r.Name, r.Value)
+		}
+	}
+}
+
+func (f *fixture) runDue() {
+	f.t.Helper()
+	if _, err := f.runner.RunDue(context.Background()); err != nil {
+		f.t.Fatal(err)
+	}
+}
