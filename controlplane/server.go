@@ -32,6 +32,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/ai"
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
+	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/billing"
 	"github.com/svcplatform/platform/controlplane/blobs"
 	"github.com/svcplatform/platform/controlplane/buckets"
@@ -490,7 +491,8 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	// Storage buckets: projects' objects in the blob store, signed URLs and
 	// an S3-compatible surface (controlplane/buckets/README.md).
 	if cp.buckets, err = buckets.New(buckets.Config{PublicBaseURL: cfg.APIBaseURL}, buckets.Deps{DB: cp.DB, Blobs: cp.blobs,
-		Sealer: cp.Sealer, Projects: cp.Projects, Plans: cp.Accounts, Jobs: cp.Jobs, Clock: clk, Audit: cp.Audit, Logger: log}); err != nil {
+		Sealer: cp.Sealer, Projects: cp.Projects, Plans: cp.Accounts, Jobs: cp.Jobs, Clock: clk, Audit: cp.Audit, Logger: log,
+		Edge: cp.edgeSync}); err != nil {
 		return nil, err
 	}
 	cp.Projects.AddDependent(cp.buckets)
@@ -539,6 +541,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	// Payments: checkout, earnings, payouts, signed webhooks.
 	if cp.payments, err = payments.New(cfg.Payments, payments.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
 		Sealer: cp.Sealer, Projects: cp.Projects, Plans: cp.Accounts, Email: cp.Accounts, Jobs: cp.Jobs,
+		Mailer:     paymentsMailer{cp},
 		HTTPClient: outboundClient(cfg.AllowPrivateNetworks, cfg.OwnAddrs),
 		CheckURL:   func(raw string) error { return netguard.CheckURL(raw, cfg.AllowPrivateNetworks) }, Logger: log}); err != nil {
 		return nil, err
@@ -711,6 +714,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 			"domains":  cp.domains,
 			"signin":   cp.signin,
 			"buckets":  cp.buckets,
+			"memory":   cp.memory,
 		},
 		Logger: log}); err != nil {
 		return nil, err
@@ -850,6 +854,33 @@ type signinMailer struct{ m *mail.Service }
 func (a signinMailer) Send(ctx context.Context, msg signin.Message) error {
 	_, err := a.m.SendAs(ctx, msg.Workspace, msg.Project, "signin", "", mail.SendRequest{To: mail.Recipients{msg.To}, Subject: msg.Subject, Text: msg.Body})
 	return err
+}
+
+// paymentsMailer sends the payments area's mail through the mail area:
+// receipts as the payment's project (its sender, daily limit and emails
+// metric), webhook-failure notices as the platform's own mail to the
+// workspace's active owners. The mail area is built after payments, so it
+// is read at each call.
+type paymentsMailer struct{ cp *ControlPlane }
+
+func (a paymentsMailer) SendAsProject(ctx context.Context, workspace, project, idemKey string, m payments.Mail) error {
+	_, err := a.cp.mail.SendAs(ctx, workspace, project, mail.SourceReceipt, idemKey,
+		mail.SendRequest{To: mail.Recipients{m.To}, Subject: m.Subject, Text: m.Text})
+	return err
+}
+
+func (a paymentsMailer) NotifyOwners(ctx context.Context, workspace string, m payments.Mail) error {
+	members, err := a.cp.Accounts.Members(ctx, workspace)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, mb := range members {
+		if mb.Role == auth.Owner && mb.Status == "active" {
+			errs = append(errs, a.cp.mail.Send(ctx, accounts.Message{To: mb.Email, Subject: m.Subject, Body: m.Text}))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Buckets returns the storage buckets area.

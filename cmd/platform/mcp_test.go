@@ -13,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/svcplatform/platform/controlplane/cptest"
+	"github.com/svcplatform/platform/controlplane/mcp"
 )
 
 // syncBuffer is stderr shared by runMCP's goroutine and the test.
@@ -74,7 +75,7 @@ func TestMCPStdio(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	if !strings.Contains(strings.Join(names, ","), "push_files") || len(names) != 18 {
+	if !strings.Contains(strings.Join(names, ","), "push_files") || len(names) != len(mcp.Tools()) {
 		t.Fatalf("tools %v", names)
 	}
 

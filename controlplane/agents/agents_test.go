@@ -98,6 +98,7 @@ func TestToolCatalogue(t *testing.T) {
 		{"payments_list", true, false}, {"media_status", true, false},
 		{"memory_stores", true, false}, {"memory_recall", true, false}, {"memory_keys", true, false},
 		{"memory_remember", true, true}, {"memory_forget", true, true},
+		{"send_email", true, true}, {"emails_list", true, false},
 		{"repo_files_read", false, false}, {"list_projects", false, false}, {"usage_report", false, false},
 	}
 	for _, c := range cases {

@@ -59,6 +59,8 @@ func FuzzToolArguments(f *testing.F) {
 	f.Add("vector_query", `{"collectionId":"../../keys","text":"x"}`)
 	f.Add("payments_list", `{"accountId":"pa_1","limit":5,"status":"paid"}`)
 	f.Add("media_status", `{"mediaId":"m?x=1"}`)
+	f.Add("send_email", `{"to":["a@example.com"],"subject":"s","text":"t"}`)
+	f.Add("emails_list", `{"state":"failed","limit":5,"cursor":"c"}`)
 	f.Fuzz(func(t *testing.T, name, args string) {
 		tl, ok := toolByName(name)
 		if !ok {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/databases"
 	"github.com/svcplatform/platform/controlplane/jobs"
+	"github.com/svcplatform/platform/controlplane/mail"
 	"github.com/svcplatform/platform/controlplane/memory"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/plans"
@@ -233,6 +235,10 @@ type env struct {
 	aiSvc   *ai.Service
 	dbs     *databases.Service
 	mem     *memory.Service
+	mail    *mail.Service
+	// mailCfg configures the mail area (messages to a folder when its
+	// SMTPURL is empty).
+	mailCfg mail.Config
 	log     *slog.Logger
 	mux     *http.ServeMux
 	closed  bool
@@ -244,11 +250,20 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 func newEnv(t *testing.T, plan plans.Name, cfgs ...Config) *env {
 	t.Helper()
+	return newEnvWith(t, plan, func(e *env) {
+		if len(cfgs) > 0 {
+			e.cfg = cfgs[0]
+		}
+	})
+}
+
+// newEnvWith is newEnv with set changing the environment before the
+// services are built.
+func newEnvWith(t *testing.T, plan plans.Name, set func(*env)) *env {
+	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), clk: clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)), model: newMockModel(),
 		keys: &fakeKeys{keys: map[string]*auth.Principal{}, revoked: map[string]bool{}}, plans: &switchPlans{p: plan}}
-	if len(cfgs) > 0 {
-		e.cfg = cfgs[0]
-	}
+	set(e)
 	t.Cleanup(e.model.Close)
 	e.open(t, plan)
 	return e
@@ -315,6 +330,17 @@ func (e *env) open(t *testing.T, plan plans.Name) {
 		Projects: e.prj, Plans: e.plans, Logger: e.log}); err != nil {
 		t.Fatal(err)
 	}
+	mcfg := e.mailCfg
+	if mcfg.SMTPURL == "" {
+		mcfg.Dir = filepath.Join(e.dir, "mail")
+	}
+	if mcfg.From == "" {
+		mcfg.From = "Platform <noreply@platform.test>"
+	}
+	if e.mail, err = mail.New(mcfg, mail.Deps{DB: e.db, Clock: e.clk, Sealer: e.sealer, Meter: meter, Jobs: e.jobs,
+		Projects: e.prj, Plans: e.plans, Audit: al, Logger: e.log}); err != nil {
+		t.Fatal(err)
+	}
 	prj, dbh := projects.Handlers{S: e.prj}, databases.Handlers{S: e.dbs}
 	const G, P = http.MethodGet, http.MethodPost
 	routes := append([]api.Route{
@@ -324,7 +350,7 @@ func (e *env) open(t *testing.T, plan plans.Name) {
 		{Method: G, Path: "/api/projects/{id}/env", Op: auth.OpEnvRead, ProjectParam: "id", Handler: prj.ListEnv},
 		{Method: P, Path: "/api/projects/{id}/databases", Op: auth.OpDatabaseWrite, ProjectParam: "id", Handler: dbh.Create},
 		{Method: P, Path: "/api/databases/{id}", Op: auth.OpDatabaseQuery, Handler: dbh.Query, MaxBody: databases.MaxQueryBody},
-	}, append(Routes(Handlers{S: e.svc}), memory.Routes(memory.Handlers{S: e.mem})...)...)
+	}, slices.Concat(Routes(Handlers{S: e.svc}), memory.Routes(memory.Handlers{S: e.mem}), mail.Routes(mail.Handlers{S: e.mail}))...)
 	e.mux = http.NewServeMux()
 	api.Mount(e.mux, routes, api.MountOptions{Authn: chainAuthn{keys: e.keys, acc: e.acc}, Log: e.log})
 	handler = e.mux

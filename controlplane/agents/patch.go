@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/auth"
@@ -85,7 +86,21 @@ func startConflict(on, want string) error {
 		With("active", on)
 }
 
+// patchResult gathers what a patch's parts did: the answer's extras (the
+// events secret, shown once; the chat settings), the audit summary, and
+// whether a new schedule slot must be queued.
+type patchResult struct {
+	ans         AgentAnswer
+	summary     []string
+	enqueueSlot bool
+}
+
+func (r *patchResult) did(what string) { r.summary = append(r.summary, what) }
+
 // Patch changes an agent: fields, pause/resume, schedule, events or chat.
+// Each part is checked in that order and a refusal stores nothing; what
+// passes is saved with its audit row (and a schedule's first slot) in one
+// transaction.
 func (s *Service) Patch(ctx context.Context, p *auth.Principal, id string, req PatchRequest) (AgentAnswer, error) {
 	a, err := s.load(ctx, p, id, auth.OpAgentWrite)
 	if err != nil {
@@ -94,131 +109,178 @@ func (s *Service) Patch(ctx context.Context, p *auth.Principal, id string, req P
 	if _, err := s.d.Projects.Writable(ctx, a.workspace, a.ProjectID); err != nil {
 		return AgentAnswer{}, err
 	}
-	var ans AgentAnswer
-	var summary []string
-	fields := req.Name != nil || req.Model != nil || req.Instructions != nil || req.Tools != nil || req.MaxSteps != nil ||
-		req.AllowWrites != nil || req.Trigger != nil || req.Purpose != nil
+	fields := req.hasFields()
 	if !fields && req.Action == "" && req.Schedule == nil && req.Events == nil && req.Chat == nil {
 		return AgentAnswer{}, api.Invalid("nothing to change: send fields, action, schedule, events or chat")
 	}
+	var res patchResult
+	now := s.now()
 	if fields {
-		set(&a.Name, req.Name)
-		set(&a.Model, req.Model)
-		set(&a.Instructions, req.Instructions)
-		set(&a.Tools, req.Tools)
-		set(&a.MaxSteps, req.MaxSteps)
-		set(&a.AllowWrites, req.AllowWrites)
-		set(&a.Trigger, req.Trigger)
-		set(&a.Purpose, req.Purpose)
-		if err := s.validate(&a); err != nil {
+		if err := s.patchFields(&a, req, &res); err != nil {
 			return AgentAnswer{}, err
 		}
-		summary = append(summary, "changed settings")
 	}
-	switch req.Action {
-	case "":
-	case "pause":
-		a.Status = StatusPaused
-		summary = append(summary, "paused")
-	case "resume":
-		a.Status = StatusActive
-		summary = append(summary, "resumed")
-	default:
-		return AgentAnswer{}, api.Invalid("action must be pause or resume").With("field", "action")
+	if err := patchAction(&a, req.Action, &res); err != nil {
+		return AgentAnswer{}, err
 	}
-	now := s.now()
-	var enqueueSlot bool
 	if req.Schedule != nil {
-		if isNull(req.Schedule) {
-			a.schedule = scheduleRow{}
-			summary = append(summary, "removed the schedule")
-		} else {
-			var sr ScheduleRequest
-			var text string
-			if json.Unmarshal(req.Schedule, &text) == nil {
-				sr.Cron = text
-			} else if err := api.DecodeBytes(req.Schedule, &sr, false); err != nil {
-				return AgentAnswer{}, api.Invalid("schedule must be cron text, {cron, input} or null").With("field", "schedule")
-			}
-			if on := activeStart(a, ModeSchedule); on != "" {
-				return AgentAnswer{}, startConflict(on, "schedule")
-			}
-			sched, spec, err := ParseSchedule(sr.Cron)
-			if err != nil {
-				return AgentAnswer{}, err
-			}
-			if sr.Input != "" {
-				if err := checkInput(sr.Input); err != nil {
-					return AgentAnswer{}, err
-				}
-			}
-			if err := s.canStart(p, a); err != nil {
-				return AgentAnswer{}, err
-			}
-			a.schedule = scheduleRow{Cron: spec, Input: sr.Input, Next: sched.Next(now)}
-			a.setup = starterOf(p)
-			enqueueSlot = true
-			summary = append(summary, "set the schedule "+spec)
+		if err := s.patchSchedule(p, &a, req.Schedule, now, &res); err != nil {
+			return AgentAnswer{}, err
 		}
 	}
 	if req.Events != nil {
-		on, rotate, err := switchValue(req.Events, "events")
-		if err != nil {
+		if err := s.patchEvents(p, &a, req.Events, &res); err != nil {
 			return AgentAnswer{}, err
-		}
-		switch {
-		case !on:
-			a.secret = nil
-			summary = append(summary, "turned events off")
-		default:
-			if o := activeStart(a, ModeEvent); o != "" {
-				return AgentAnswer{}, startConflict(o, "events")
-			}
-			if err := s.canStart(p, a); err != nil {
-				return AgentAnswer{}, err
-			}
-			if len(a.secret) == 0 || rotate {
-				ans.Secret = randomToken(SecretPrefix, 24)
-				a.secret = s.d.Sealer.Seal([]byte(ans.Secret), s.secretAAD(a.ID))
-				summary = append(summary, "issued an events secret")
-			} else {
-				return AgentAnswer{}, api.Conflict("events_on", "events are already on; send {\"events\": \"rotate\"} for a new secret (the current one is not shown again)")
-			}
-			a.setup = starterOf(p)
 		}
 	}
 	if req.Chat != nil {
-		if err := s.patchChat(p, &a, req.Chat, &summary); err != nil {
+		if err := s.patchChat(p, &a, req.Chat, &res.summary); err != nil {
 			return AgentAnswer{}, err
 		}
 		if a.chat.ID != "" {
 			v := chatView(a)
-			ans.Chat = &v
+			res.ans.Chat = &v
 		}
 	}
 	a.UpdatedAt = now
-	err = s.d.DB.Tx(ctx, func(tx *sql.Tx) error {
+	if err := s.savePatch(ctx, p, a, &res); err != nil {
+		return AgentAnswer{}, err
+	}
+	res.ans.Agent = a
+	return res.ans, nil
+}
+
+// hasFields reports whether the request changes any of the agent's fields.
+func (req PatchRequest) hasFields() bool {
+	return req.Name != nil || req.Model != nil || req.Instructions != nil || req.Tools != nil || req.MaxSteps != nil ||
+		req.AllowWrites != nil || req.Trigger != nil || req.Purpose != nil
+}
+
+// patchFields sets the fields the request carries and validates the
+// result.
+func (s *Service) patchFields(a *Agent, req PatchRequest, res *patchResult) error {
+	set(&a.Name, req.Name)
+	set(&a.Model, req.Model)
+	set(&a.Instructions, req.Instructions)
+	set(&a.Tools, req.Tools)
+	set(&a.MaxSteps, req.MaxSteps)
+	set(&a.AllowWrites, req.AllowWrites)
+	set(&a.Trigger, req.Trigger)
+	set(&a.Purpose, req.Purpose)
+	if err := s.validate(a); err != nil {
+		return err
+	}
+	res.did("changed settings")
+	return nil
+}
+
+// patchAction pauses or resumes the agent ("" does nothing).
+func patchAction(a *Agent, action string, res *patchResult) error {
+	switch action {
+	case "":
+	case "pause":
+		a.Status = StatusPaused
+		res.did("paused")
+	case "resume":
+		a.Status = StatusActive
+		res.did("resumed")
+	default:
+		return api.Invalid("action must be pause or resume").With("field", "action")
+	}
+	return nil
+}
+
+// patchSchedule removes the schedule (null) or sets it from cron text or
+// {cron, input}: refused while another start mode is on, or when the
+// caller could not run the agent; a new schedule's first slot is queued
+// when the patch is saved.
+func (s *Service) patchSchedule(p *auth.Principal, a *Agent, raw json.RawMessage, now time.Time, res *patchResult) error {
+	if isNull(raw) {
+		a.schedule = scheduleRow{}
+		res.did("removed the schedule")
+		return nil
+	}
+	var sr ScheduleRequest
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		sr.Cron = text
+	} else if err := api.DecodeBytes(raw, &sr, false); err != nil {
+		return api.Invalid("schedule must be cron text, {cron, input} or null").With("field", "schedule")
+	}
+	if on := activeStart(*a, ModeSchedule); on != "" {
+		return startConflict(on, "schedule")
+	}
+	sched, spec, err := ParseSchedule(sr.Cron)
+	if err != nil {
+		return err
+	}
+	if sr.Input != "" {
+		if err := checkInput(sr.Input); err != nil {
+			return err
+		}
+	}
+	if err := s.canStart(p, *a); err != nil {
+		return err
+	}
+	a.schedule = scheduleRow{Cron: spec, Input: sr.Input, Next: sched.Next(now)}
+	a.setup = starterOf(p)
+	res.enqueueSlot = true
+	res.did("set the schedule " + spec)
+	return nil
+}
+
+// patchEvents turns signed app events off, on (a new secret, answered
+// once) or rotates the secret.
+func (s *Service) patchEvents(p *auth.Principal, a *Agent, raw json.RawMessage, res *patchResult) error {
+	on, rotate, err := switchValue(raw, "events")
+	if err != nil {
+		return err
+	}
+	if !on {
+		a.secret = nil
+		res.did("turned events off")
+		return nil
+	}
+	if o := activeStart(*a, ModeEvent); o != "" {
+		return startConflict(o, "events")
+	}
+	if err := s.canStart(p, *a); err != nil {
+		return err
+	}
+	if len(a.secret) != 0 && !rotate {
+		return api.Conflict("events_on", "events are already on; send {\"events\": \"rotate\"} for a new secret (the current one is not shown again)")
+	}
+	res.ans.Secret = randomToken(SecretPrefix, 24)
+	a.secret = s.d.Sealer.Seal([]byte(res.ans.Secret), s.secretAAD(a.ID))
+	res.did("issued an events secret")
+	a.setup = starterOf(p)
+	return nil
+}
+
+// savePatch stores the changed agent, queues a new schedule's first slot
+// and records the audit row, in one transaction.
+func (s *Service) savePatch(ctx context.Context, p *auth.Principal, a Agent, res *patchResult) error {
+	err := s.d.DB.Tx(ctx, func(tx *sql.Tx) error {
 		if err := s.st.saveAgent(ctx, tx, a); err != nil {
 			if store.IsUniqueViolation(err) {
 				return api.Conflict("conflict", "try again")
 			}
 			return err
 		}
-		if enqueueSlot {
+		if res.enqueueSlot {
 			if err := s.enqueueSlot(ctx, tx, a); err != nil {
 				return err
 			}
 		}
-		return s.d.Audit.Record(ctx, tx, s.event(p, a, "agent.update", a.Name+": "+strings.Join(summary, ", ")))
+		return s.d.Audit.Record(ctx, tx, s.event(p, a, "agent.update", a.Name+": "+strings.Join(res.summary, ", ")))
 	})
 	if err != nil {
-		return AgentAnswer{}, err
+		return err
 	}
-	if enqueueSlot {
+	if res.enqueueSlot {
 		s.d.Jobs.Wake()
 	}
-	ans.Agent = a
-	return ans, nil
+	return nil
 }
 
 func set[T any](dst *T, v *T) {

@@ -425,6 +425,7 @@ func buildCatalogue() []*Tool {
 				return toolRequest{Method: G, Path: "/api/usage"}, nil
 			}},
 	}
+	tools = append(tools, emailTools()...)
 	for _, t := range tools {
 		rule, ok := auth.RuleOf(t.op)
 		if !ok {

@@ -110,7 +110,7 @@ func (s *Service) CreateBucket(ctx context.Context, pr *auth.Principal, projectI
 	now := s.now()
 	b := bucketRow{ID: store.NewID("bkt"), Workspace: p.WorkspaceID, Project: p.ID, Name: req.Name, Public: req.Public, CreatedAt: now, UpdatedAt: now}
 	b.SigningKey = s.newSigningKey(b.ID)
-	err = s.d.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.tx(ctx, b.Public, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM storage_buckets WHERE project_id = ?`, p.ID).Scan(&n); err != nil {
 			return err
@@ -173,8 +173,8 @@ func (s *Service) GetBucket(ctx context.Context, pr *auth.Principal, id string) 
 }
 
 // UpdateBucket makes a bucket public or private. Making it private stops
-// serving at once here; a shared cache in front (the edge) may keep
-// serving what it holds until its Cache-Control expires.
+// serving at once here, and (through Deps.Edge, in the same transaction)
+// at the edges, which drop the bucket from what they serve unsigned.
 func (s *Service) UpdateBucket(ctx context.Context, pr *auth.Principal, id string, req UpdateBucketRequest) (Bucket, error) {
 	b, err := s.load(ctx, pr, id, OpWrite)
 	if err != nil {
@@ -187,7 +187,7 @@ func (s *Service) UpdateBucket(ctx context.Context, pr *auth.Principal, id strin
 		return s.view(b), nil
 	}
 	b.Public, b.UpdatedAt = *req.Public, s.now()
-	err = s.d.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.tx(ctx, true, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE storage_buckets SET public = ?, updated_at = ? WHERE id = ?`, b.Public, store.FormatTime(b.UpdatedAt), b.ID); err != nil {
 			return err
 		}
@@ -234,7 +234,7 @@ func (s *Service) DeleteBucket(ctx context.Context, pr *auth.Principal, id strin
 	if err != nil {
 		return err
 	}
-	return s.d.DB.Tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, b.Public, func(tx *sql.Tx) error {
 		cur, err := getBucket(ctx, tx, b.ID)
 		if errors.Is(err, store.ErrNotFound) {
 			return api.NotFound("bucket")

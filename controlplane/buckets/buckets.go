@@ -233,6 +233,10 @@ type Deps struct {
 	// Logger receives failures, never object bytes or secrets
 	// (slog.Default when nil).
 	Logger *slog.Logger
+	// Edge publishes which buckets are public to the edges, in the
+	// transaction that changes it (edgesync.Service); nil when no edge
+	// caches /storage.
+	Edge Publisher
 }
 
 // check names what is missing.

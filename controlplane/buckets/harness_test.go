@@ -3,6 +3,7 @@ package buckets
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -119,6 +120,32 @@ type fixture struct {
 	srv    *httptest.Server // REST routes and /storage
 	s3     *httptest.Server // S3Handler("") at the root
 	logs   *bytes.Buffer
+	edge   *fakeEdge
+}
+
+// fakeEdge is edgesync's Change as the area sees it: the change in a
+// transaction, counted as one publication once committed.
+type fakeEdge struct {
+	db        *store.DB
+	mu        sync.Mutex
+	published int
+}
+
+func (e *fakeEdge) Change(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if err := e.db.Tx(ctx, fn); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.published++
+	return nil
+}
+
+// publications is how many changes reached the edges.
+func (e *fakeEdge) publications() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.published
 }
 
 // newFixture builds the area with cfg over a fresh store of engine e and a
@@ -134,7 +161,7 @@ func newFixture(t *testing.T, e pgtest.Engine, cfg Config, start time.Time) *fix
 
 func newFixtureOn(t *testing.T, db *store.DB, bs blobs.Backend, cfg Config, start time.Time) *fixture {
 	t.Helper()
-	f := &fixture{t: t, db: db, clk: clock.NewFake(start), blobs: bs, logs: &bytes.Buffer{}}
+	f := &fixture{t: t, db: db, clk: clock.NewFake(start), blobs: bs, logs: &bytes.Buffer{}, edge: &fakeEdge{db: db}}
 	var err error
 	if f.sealer, err = seal.New(bytes.Repeat([]byte{7}, 32)); err != nil {
 		t.Fatal(err)
@@ -148,7 +175,7 @@ func newFixtureOn(t *testing.T, db *store.DB, bs blobs.Backend, cfg Config, star
 	f.plans = &fakePlans{m: map[string]plans.Name{"ws_a": plans.Hobby, "ws_b": plans.Pro}}
 	var lmu sync.Mutex
 	f.svc, err = New(cfg, Deps{DB: f.db, Blobs: f.blobs, Sealer: f.sealer, Projects: f.prj, Plans: f.plans, Clock: f.clk,
-		Logger: slog.New(slog.NewTextHandler(lockedWriter{&lmu, f.logs}, nil))})
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&lmu, f.logs}, nil)), Edge: f.edge})
 	if err != nil {
 		t.Fatal(err)
 	}

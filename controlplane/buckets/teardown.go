@@ -30,7 +30,11 @@ func (s *Service) Blockers(context.Context, string) ([]projects.Blocker, error) 
 // again). Their blobs, named by nothing any more, are freed by the next
 // blob cleanup once past its grace period.
 func (s *Service) Remove(ctx context.Context, projectID string) error {
-	return s.d.DB.Tx(ctx, func(tx *sql.Tx) error {
+	public, err := hasPublic(ctx, s.d.DB, projectID)
+	if err != nil {
+		return projects.LeftBehind("storage buckets", err)
+	}
+	return s.tx(ctx, public, func(tx *sql.Tx) error {
 		if err := removeBuckets(ctx, tx, `project_id = ?`, projectID); err != nil {
 			return projects.LeftBehind("storage buckets", err)
 		}

@@ -33,6 +33,10 @@ type Request struct {
 	Query url.Values
 	// Body is marshalled to JSON; a json.RawMessage is sent as it is.
 	Body any
+	// Raw, when not nil, is sent as the body instead of Body, with
+	// ContentType (an object's bytes).
+	Raw         []byte
+	ContentType string
 }
 
 // Answer is a REST answer: the status and the JSON body.
@@ -54,7 +58,9 @@ type caller struct {
 // own "Bearer <key>") from remoteAddr, marked as made through the connector.
 func (c caller) do(ctx context.Context, authorization, remoteAddr string, rq Request) (Answer, error) {
 	var body []byte
-	if rq.Body != nil {
+	if rq.Raw != nil {
+		body = rq.Raw
+	} else if rq.Body != nil {
 		var err error
 		if raw, ok := rq.Body.(json.RawMessage); ok {
 			body = raw
@@ -75,7 +81,10 @@ func (c caller) do(ctx context.Context, authorization, remoteAddr string, rq Req
 	req.Header.Set("Authorization", authorization)
 	req.Header.Set(HeaderVia, ViaConnector)
 	req.Header.Set("Accept", "application/json")
-	if rq.Body != nil {
+	switch {
+	case rq.Raw != nil && rq.ContentType != "":
+		req.Header.Set("Content-Type", rq.ContentType)
+	case rq.Raw == nil && rq.Body != nil:
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.RemoteAddr = remoteAddr

@@ -17,9 +17,11 @@ import (
 
 // specTools are the connector tools of the areas that exist, with the
 // spec's names exactly.
-var specTools = []string{"create_agent", "create_repo", "create_suggested_agents", "delete_agent", "deploy_repo",
-	"get_agent", "get_repo_files", "get_service_config", "list_agent_tools", "list_repos", "needs_attention", "push_files",
-	"run_agent", "security_overview", "set_agent_status", "suggest_agents", "update_agent", "update_service_config"}
+var specTools = []string{"create_agent", "create_repo", "create_suggested_agents", "delete_agent", "delete_memory", "deploy_repo",
+	"get_agent", "get_memory", "get_object_url", "get_repo_files", "get_service_config", "list_agent_tools", "list_auth_pools",
+	"list_auth_users", "list_buckets", "list_emails", "list_memory_keys", "list_memory_stores", "list_objects", "list_repos",
+	"needs_attention", "push_files", "put_memory", "put_object", "run_agent", "security_overview", "send_email",
+	"set_agent_status", "set_auth_user_disabled", "suggest_agents", "update_agent", "update_service_config"}
 
 func TestListTools(t *testing.T) {
 	e := newEnv(t)

@@ -76,6 +76,10 @@ const Instructions = "Tools of the hosting platform's workspace. " +
 	"Security: the security overview (score and checks). " +
 	"Attention: the workspace's ranked to-do list (failed or stuck deploys, limits, AI credit and Balance running low, refunds owed, failing webhooks, ...). " +
 	"Agents: the tool catalogue, suggestions for an app, create, read, change, pause or resume, delete and run an agent. " +
+	"Memory stores: list stores and keys, get, put and delete keys. " +
+	"Storage buckets: list buckets and objects, a signed URL for an object, put a small object. " +
+	"Sign-in pools: list pools and their app users, disable or enable a user. " +
+	"E-mail: send an e-mail as a project, list a project's messages. " +
 	"Each call is made with your API key and allowed exactly when the same REST call would be; refusals carry the API's error code."
 
 // Server is the assistant connector: the spec's tools over MCP, each served

@@ -90,7 +90,7 @@ func Tools() []Tool {
 			"The workspace's ranked to-do list: failed or stuck deploys, functions running older variables, plan limits near their cap, AI credit or the Balance running low, refunds owed, failing webhooks, an unverified e-mail, projects whose deletion failed, Shield left in log-only mode. Each item has a severity, a one-line reason and the API path that fixes it.",
 			Hints{ReadOnly: true, Idempotent: true},
 			func(struct{}) (Request, error) { return Request{Method: G, Path: "/api/attention"}, nil }),
-	}, agentTools()...)
+	}, append(agentTools(), dataTools()...)...)
 }
 
 type createRepoIn struct {

@@ -172,6 +172,10 @@ func TestInstructions(t *testing.T) {
 		"full snapshot":        {"push_files"},
 		"deploy a commit":      {"deploy_repo"},
 		"read and change":      {"get_service_config", "update_service_config"},
+		"Memory stores":        {"list_memory_stores", "list_memory_keys", "get_memory", "put_memory", "delete_memory"},
+		"Storage buckets":      {"list_buckets", "list_objects", "get_object_url", "put_object"},
+		"Sign-in pools":        {"list_auth_pools", "list_auth_users", "set_auth_user_disabled"},
+		"E-mail":               {"send_email", "list_emails"},
 		"allowed exactly when": {},
 	}
 	covered := map[string]bool{}
@@ -217,6 +221,20 @@ func TestCallShape(t *testing.T) {
 		{"update_service_config", map[string]any{"service": "cdn", "settings": map[string]any{"cacheTtlSeconds": 0}}, "PUT", "/api/services/cdn", `{"cacheTtlSeconds":0}`},
 		{"security_overview", nil, "GET", "/api/security/overview", ""},
 		{"needs_attention", nil, "GET", "/api/attention", ""},
+		{"list_memory_stores", map[string]any{"projectId": "p1"}, "GET", "/api/projects/p1/memory", ""},
+		{"list_memory_keys", map[string]any{"storeId": "m/1", "prefix": "a b", "limit": 5, "cursor": "c"}, "GET", "/api/memory/m%2F1/keys?cursor=c&limit=5&prefix=a+b", ""},
+		{"get_memory", map[string]any{"storeId": "m1", "keys": []any{"a"}}, "POST", "/api/memory/m1/bulk/get", `{"keys":["a"]}`},
+		{"put_memory", map[string]any{"storeId": "m1", "key": "a", "value": "v", "ttlSeconds": 60}, "PUT", "/api/memory/m1/bulk", `{"entries":[{"key":"a","value":"v","ttlSeconds":60}]}`},
+		{"delete_memory", map[string]any{"storeId": "m1", "keys": []any{"a", "b"}}, "POST", "/api/memory/m1/bulk/delete", `{"keys":["a","b"]}`},
+		{"list_buckets", map[string]any{"projectId": "p1"}, "GET", "/api/projects/p1/buckets", ""},
+		{"list_objects", map[string]any{"bucketId": "b1", "prefix": "d/", "delimiter": "/"}, "GET", "/api/buckets/b1/objects?delimiter=%2F&prefix=d%2F", ""},
+		{"get_object_url", map[string]any{"bucketId": "b1", "key": "d/x", "expiresIn": 30}, "POST", "/api/buckets/b1/signed-urls", `{"key":"d/x","expiresIn":30}`},
+		{"put_object", map[string]any{"bucketId": "b1", "key": "d/a b", "content": "aGk=", "base64": true}, "PUT", "/api/buckets/b1/objects/d%2Fa%20b", "hi"},
+		{"list_auth_pools", map[string]any{"projectId": "p1"}, "GET", "/api/projects/p1/auth-pools", ""},
+		{"list_auth_users", map[string]any{"poolId": "s1", "email": "ada"}, "GET", "/api/auth-pools/s1/users?email=ada", ""},
+		{"set_auth_user_disabled", map[string]any{"poolId": "s1", "userId": "u1", "disabled": false}, "PATCH", "/api/auth-pools/s1/users/u1", `{"disabled":false}`},
+		{"send_email", map[string]any{"projectId": "p1", "to": []any{"a@example.com"}, "subject": "s", "text": "t"}, "POST", "/api/projects/p1/emails", `{"to":["a@example.com"],"subject":"s","text":"t"}`},
+		{"list_emails", map[string]any{"projectId": "p1", "state": "failed"}, "GET", "/api/projects/p1/emails?state=failed", ""},
 	}
 	for i, c := range cases {
 		t.Run(c.tool, func(t *testing.T) {

@@ -346,7 +346,10 @@ func (s *Service) confirm(ctx context.Context, sessionID string, res processor.C
 			map[string]any{"amountCents": p.AmountCents, "feeCents": p.FeeCents, "netCents": p.NetCents, "session": x.ID}); err != nil {
 			return err
 		}
-		return s.emit(ctx, tx, p.AccountID, EventSucceeded, &p)
+		if err := s.emit(ctx, tx, p.AccountID, EventSucceeded, &p); err != nil {
+			return err
+		}
+		return s.queueReceipt(ctx, tx, p)
 	})
 	if err != nil {
 		return Payment{}, err

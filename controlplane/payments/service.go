@@ -141,6 +141,10 @@ type Deps struct {
 	// CheckURL refuses a webhook URL on a private, loopback or link-local
 	// network (netguard.CheckURL with AllowPrivateNetworks).
 	CheckURL func(raw string) error
+	// Mailer sends receipts to buyers who gave an address and notices to
+	// the workspace's owners when a webhook endpoint keeps failing (none
+	// when nil).
+	Mailer Mailer
 	// Processor replaces the configured processor (tests).
 	Processor processor.Processor
 	Logger    *slog.Logger
@@ -216,6 +220,7 @@ func New(cfg Config, d Deps) (*Service, error) {
 		Timeout: DeliveryTimeout + 5*time.Second})
 	d.Jobs.Register(JobSync, s.runSyncJob, jobs.KindOptions{MaxAttempts: 3, Backoff: []time.Duration{time.Minute, 5 * time.Minute}, Timeout: 5 * time.Minute})
 	d.Jobs.Every(JobSync, SyncEvery)
+	d.Jobs.Register(JobReceipt, s.runReceiptJob, jobs.KindOptions{MaxAttempts: 5, Backoff: []time.Duration{time.Minute, 10 * time.Minute, time.Hour}})
 	return s, nil
 }
 

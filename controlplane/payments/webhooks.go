@@ -166,6 +166,7 @@ func (s *Service) Deliver(ctx context.Context, id string) error {
 		return err
 	}
 	code, sendErr := s.send(ctx, a.WebhookURL, id, typ, secret, body)
+	s.recordDelivery(ctx, a, sendErr)
 	now := s.now()
 	attempts++
 	if sendErr == nil {
