@@ -49,6 +49,7 @@ func (cp *ControlPlane) routeTable() []api.Route {
 		security.Routes(security.Handlers{S: cp.security}),
 		payments.Routes(payments.Handlers{S: cp.payments}),
 		billing.Routes(billing.Handlers{L: cp.Billing}),
+		billing.PlanRoutes(billing.PlanHandlers{L: cp.Billing, Plans: cp.Accounts, Counts: cp.planCounts}),
 		ai.Routes(ai.Handlers{S: cp.ai}),
 		agents.Routes(agents.Handlers{S: cp.agents}),
 		mail.Routes(mail.Handlers{S: cp.mail}),

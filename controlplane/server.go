@@ -77,6 +77,9 @@ type Config struct {
 	AppsPort int `json:"appsPort"`
 	// Bootstrap describes the first workspace, created on an empty data dir.
 	Bootstrap accounts.BootstrapConfig `json:"bootstrap"`
+	// Accounts sets who may sign up, new workspaces' default plan and how
+	// many workspaces one person may own (flags --signup, --default-plan).
+	Accounts accounts.Config `json:"accounts"`
 	// DeferBootstrap leaves creating the first workspace to
 	// EnsureBootstrap instead of New: `platform serve` creates it once
 	// every listener is up, so a start that fails creates no owner key it
@@ -424,11 +427,14 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	}
 
 	// Accounts and projects.
-	if cp.Accounts, err = accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Logger: log}); err != nil {
+	if cp.Accounts, err = accounts.New(ctx, cfg.Accounts, accounts.Deps{DB: cp.DB, Clock: clk, Audit: cp.Audit, Logger: log}); err != nil {
 		return nil, err
 	}
 	cp.onRun("accounts", cp.Accounts.Run)
 	cp.onClose(cp.Accounts.Close)
+	// Paid plans renew from the Balance each month; one that cannot pay
+	// goes to hobby.
+	cp.Billing.RegisterRenewal(cp.Jobs, cp.Accounts, plans.Hobby)
 	if cp.Projects, err = projects.New(projects.Config{AppsDomain: cfg.AppsDomain, AppsPort: cfg.AppsPort}, projects.Deps{DB: cp.DB, Clock: clk,
 		Audit: cp.Audit, Meter: cp.Meter, Sealer: cp.Sealer, Logger: log}); err != nil {
 		return nil, err
@@ -633,6 +639,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		return nil, err
 	}
 	cp.Accounts.SetMailer(cp.mail)
+	cp.Accounts.SetTeardown(cp.workspaceTeardown())
 	cp.Projects.AddDependent(cp.mail)
 	for _, c := range cp.mail.Collectors() {
 		if err := cfg.Registerer.Register(c); err != nil {

@@ -22,6 +22,8 @@ type options struct {
 	bootstrapKey   string
 	ownerEmail     string
 	plan           string
+	signup         string
+	defaultPlan    string
 	controlplane   string
 	edgeToken      string
 	logLevel       string
@@ -84,6 +86,8 @@ func (o *options) defs() []flagDef {
 		{"bootstrap-key", "PLATFORM_BOOTSTRAP_KEY", "", "the first owner's full-access key, on an empty data dir (generated and printed once when empty)", &o.bootstrapKey},
 		{"owner-email", "PLATFORM_OWNER_EMAIL", "owner@example.com", "the first owner's e-mail, on an empty data dir", &o.ownerEmail},
 		{"plan", "PLATFORM_PLAN", "hobby", "the first workspace's plan: hobby, pro, team, scale or enterprise", &o.plan},
+		{"signup", "PLATFORM_SIGNUP", "closed", "who may sign up (POST /api/signup): closed (invitations only), open (anyone; the workspace waits for e-mail verification) or domains:example.com,example.org", &o.signup},
+		{"default-plan", "PLATFORM_DEFAULT_PLAN", "hobby", "the plan new workspaces (sign-ups, POST /api/workspaces) start on", &o.defaultPlan},
 		{"controlplane", "PLATFORM_CONTROLPLANE", "", "for platform edge: where to pull configuration", &o.controlplane},
 		{"edge-token", "PLATFORM_EDGE_TOKEN", "", "for platform edge: its credential", &o.edgeToken},
 		{"log-level", "PLATFORM_LOG_LEVEL", "info", "debug, info, warn or error", &o.logLevel},

@@ -25,6 +25,7 @@ operator commands:
   edge-token     create, list or revoke the tokens remote edges use
   mcp            the assistant connector over stdio: mcp --controlplane URL --key KEY
   balance        load a workspace's Balance: balance add --workspace ID --usd AMOUNT
+  workspace      set a workspace's plan: workspace plan WORKSPACE PLAN; list them: workspace list
   owner-key      a new owner API key when it was lost or leaked: owner-key reset [--workspace ID]
   status         what a running platform does: parts, version, data size, job queue, edges (status [--admin-addr A])
   backup         the whole installation to one file, while it serves: backup --out FILE [--data DIR]
@@ -55,6 +56,9 @@ func main() {
 	}
 	if cmd == "balance" {
 		os.Exit(runBalance(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if cmd == "workspace" {
+		os.Exit(runWorkspace(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	if cmd == "owner-key" {
 		os.Exit(runOwnerKey(os.Args[2:], os.Stdout, os.Stderr))

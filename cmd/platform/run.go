@@ -52,6 +52,14 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 	if err != nil {
 		return err
 	}
+	signUp, err := accounts.ParseSignUpPolicy(o.signup)
+	if err != nil {
+		return err
+	}
+	defaultPlan, err := plans.Parse(o.defaultPlan)
+	if err != nil {
+		return fmt.Errorf("--default-plan: %w", err)
+	}
 	boot := accounts.BootstrapConfig{WorkspaceName: "My workspace", OwnerEmail: o.ownerEmail, Plan: plan, Key: o.bootstrapKey}
 	if err := boot.Validate(); err != nil {
 		return err
@@ -119,6 +127,7 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 	cp, err := controlplane.New(ctx, controlplane.Config{
 		DataDir: o.data, AppsDomain: o.appsDomain, AppsPort: port, Logger: log, Registerer: reg,
 		Bootstrap:            boot,
+		Accounts:             accounts.Config{SignUp: signUp, DefaultPlan: defaultPlan},
 		DeferBootstrap:       true,
 		AllowPrivateNetworks: o.allowPrivate,
 		AI:                   aiCfg,

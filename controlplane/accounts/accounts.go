@@ -1,14 +1,15 @@
-// Package accounts manages workspaces, their members, API keys and
-// dashboard sessions, and authenticates every API request.
+// Package accounts manages people, the workspaces they belong to (as
+// members, with a role in each), API keys, dashboard sessions and sign-up,
+// and authenticates every API request.
 //
 // Keys are shown once at creation, stored as SHA-256 hashes, found by that
 // hash and compared in constant time; each carries a visible prefix, records
 // its last use and can be revoked. A key never carries more than its member's
-// current role, and dies with the membership. Members sign in to the
+// current role, and dies with the membership. People sign in to the
 // dashboard with an argon2id-hashed password and an optional TOTP second
-// factor; a signed-in owner is what money-out actions require. Members
-// verify their e-mail with a mailed single-use token (AI on hobby and live
-// payment links need the owner's).
+// factor, in one workspace at a time; a signed-in owner is what money-out
+// actions require. People verify their e-mail with a mailed single-use
+// token (AI on hobby and live payment links need the owner's).
 //
 // Service holds the area's rules (validation, role grants, the last-owner
 // guard, the key limits per member and workspace, sign-in throttling per
@@ -63,6 +64,10 @@ type Workspace struct {
 	// OwnerEmailVerified tells whether an active owner has verified their
 	// e-mail (AI on hobby and live payment links need it).
 	OwnerEmailVerified bool `json:"ownerEmailVerified"`
+	// VerificationRequired is set on a workspace made by an open sign-up
+	// until its owner verifies their e-mail; until then it can do nothing
+	// but that.
+	VerificationRequired bool `json:"verificationRequired,omitempty"`
 }
 
 // Service is the accounts area: its rules, over a Store.
@@ -88,6 +93,15 @@ type Service struct {
 	// plans caches workspaces' plans; invalidations arrive on PlanChannel.
 	plans *planCache
 	db    *store.DB
+	// defaultPlan is new workspaces' plan; maxOwned the workspaces one
+	// person may own.
+	defaultPlan plans.Name
+	maxOwned    int
+	// signUp says who may sign up; signUps throttles sign-ups per address.
+	signUp  SignUpPolicy
+	signUps *throttle
+	// teardown is what deleting a workspace needs from other areas.
+	teardown Teardown
 	// touching counts last-use writes in flight (Close waits for them).
 	touching inflight
 }
@@ -97,6 +111,13 @@ type Config struct {
 	// PasswordHash is the cost of hashing members' passwords
 	// (passhash.Default when zero).
 	PasswordHash passhash.Params `json:"passwordHash"`
+	// DefaultPlan is the plan new workspaces start on (hobby when empty).
+	DefaultPlan plans.Name `json:"defaultPlan"`
+	// MaxWorkspacesPerPerson bounds the workspaces one person may own
+	// (DefaultMaxWorkspacesPerPerson when zero).
+	MaxWorkspacesPerPerson int `json:"maxWorkspacesPerPerson"`
+	// SignUp says who may sign up (closed when zero: invitations only).
+	SignUp SignUpPolicy `json:"signUp"`
 }
 
 // Deps are what the area is built on.
@@ -143,6 +164,15 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	if cfg.PasswordHash == (passhash.Params{}) {
 		cfg.PasswordHash = passhash.Default
 	}
+	if cfg.DefaultPlan == "" {
+		cfg.DefaultPlan = plans.Hobby
+	}
+	if _, err := plans.Parse(string(cfg.DefaultPlan)); err != nil {
+		return nil, fmt.Errorf("accounts: default plan: %w", err)
+	}
+	if cfg.MaxWorkspacesPerPerson <= 0 {
+		cfg.MaxWorkspacesPerPerson = DefaultMaxWorkspacesPerPerson
+	}
 	st, err := NewSQLStore(ctx, d.DB, d.Audit)
 	if err != nil {
 		return nil, err
@@ -152,6 +182,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 		lastUsed: map[string]time.Time{},
 		signIns:  newThrottle(), verifications: newThrottle(),
 		keys: newKeyCache(KeyCacheTTL, KeyCacheSize), plans: newPlanCache(),
+		defaultPlan: cfg.DefaultPlan, maxOwned: cfg.MaxWorkspacesPerPerson, signUp: cfg.SignUp, signUps: newThrottle(),
 	}, nil
 }
 
@@ -243,15 +274,16 @@ func (s *Service) EnsureBootstrap(ctx context.Context, c BootstrapConfig) (Boots
 	created, err := s.store.CreateFirstWorkspace(ctx, func() FirstWorkspace {
 		b = Bootstrap{Workspace: Workspace{ID: store.NewID("ws"), Name: c.WorkspaceName, Plan: c.Plan, CreatedAt: now},
 			OwnerEmail: c.OwnerEmail, SetupToken: "svcsetup_" + auth.RandomString(40)}
+		person := Person{ID: store.NewID("per"), Email: strings.ToLower(strings.TrimSpace(c.OwnerEmail)), Name: "Owner", CreatedAt: now}
 		owner := MemberRecord{WorkspaceID: b.Workspace.ID, InviteHash: auth.HashSecret(b.SetupToken), InviteExpires: now.Add(InvitationLifetime),
-			Member: Member{ID: store.NewID("mem"), Email: c.OwnerEmail, Name: "Owner", Role: auth.Owner, Status: "active", CreatedAt: now}}
+			PersonID: person.ID, Member: Member{ID: store.NewID("mem"), Email: person.Email, Name: "Owner", Role: auth.Owner, Status: "active", CreatedAt: now}}
 		key, prefix, hash := auth.NewKey()
 		if c.Key != "" {
 			prefix, hash = c.Key[:4]+"…", auth.HashSecret(c.Key)
 		} else {
 			b.Key = key
 		}
-		return FirstWorkspace{Workspace: b.Workspace, Owner: owner, Key: KeyRecord{WorkspaceID: b.Workspace.ID, SecretHash: hash,
+		return FirstWorkspace{Workspace: b.Workspace, Person: person, Owner: owner, Key: KeyRecord{WorkspaceID: b.Workspace.ID, SecretHash: hash,
 			Key: Key{ID: store.NewID("key"), Name: "bootstrap owner key", Prefix: prefix, Access: "full", MemberID: owner.ID, CreatedAt: now}}}
 	}, func(f FirstWorkspace) audit.Event {
 		return audit.Event{Workspace: f.Workspace.ID, Action: "workspace.create", Category: audit.CategoryAccount,

@@ -73,11 +73,11 @@ func (s *Service) SecurityFacts(ctx context.Context, workspace string, now, sinc
 	return f, nil
 }
 
-// WorkspaceIDs returns the id of every workspace, read through q (the edge
+// WorkspaceIDs returns the id of every workspace not deleted, read through q (the edge
 // snapshot reads all its sources through one querier). The accounts Store
 // has no listing of workspaces, so the statement lives here.
 func WorkspaceIDs(ctx context.Context, q store.Querier) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id FROM workspaces ORDER BY id`)
+	rows, err := q.QueryContext(ctx, `SELECT id FROM workspaces WHERE deleted_at = '' ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("accounts: workspaces: %w", err)
 	}

@@ -85,7 +85,7 @@ func (s *Service) authenticateKey(ctx context.Context, token string) (*auth.Prin
 		s.keys.put(hash, c, gen, now)
 	}
 	p := &auth.Principal{KeyID: c.ID, WorkspaceID: c.WorkspaceID, MemberID: c.MemberID, KeyPrefix: c.Prefix, ProjectID: c.ProjectID,
-		Role: c.Role, ReadOnly: c.Access == "read_only"}
+		Role: c.Role, ReadOnly: c.Access == "read_only", Pending: c.Pending}
 	s.touch(ctx, p.KeyID, now)
 	return p, nil
 }

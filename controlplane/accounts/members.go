@@ -51,6 +51,8 @@ type Invitation struct {
 	Member    Member    `json:"member"`
 	Token     string    `json:"token"`
 	ExpiresAt time.Time `json:"expiresAt"`
+	// Mailed tells whether the invitation was also mailed to the invitee.
+	Mailed bool `json:"mailed"`
 }
 
 func normalizeEmail(s string) (string, error) {
@@ -96,7 +98,35 @@ func (s *Service) Invite(ctx context.Context, p *auth.Principal, req InviteReque
 	if err != nil {
 		return Invitation{}, err
 	}
+	inv.Mailed = s.mailInvitation(ctx, p.WorkspaceID, inv)
 	return inv, nil
+}
+
+// mailInvitation sends the invitation to the invitee through the
+// platform's mailer and tells whether it went; a failure leaves the
+// invitation valid (the inviter has the token).
+func (s *Service) mailInvitation(ctx context.Context, workspace string, inv Invitation) bool {
+	s.mu.Lock()
+	mailer := s.mailer
+	s.mu.Unlock()
+	if mailer == nil {
+		return false
+	}
+	name := workspace
+	if w, err := s.store.Workspace(ctx, workspace); err == nil {
+		name = w.Name
+	}
+	msg := Message{To: inv.Member.Email, Subject: "You are invited to the workspace " + name,
+		Body: "You are invited to join the workspace " + name + " as " + inv.Member.Role.String() + ".\r\n\r\n" +
+			"Your invitation token, valid until " + inv.ExpiresAt.UTC().Format(time.RFC1123) + " and once:\r\n\r\n    " + inv.Token + "\r\n\r\n" +
+			"Accept it with POST /api/members/accept {\"token\": \"<token>\", \"password\": \"<password>\"}. " +
+			"If you already have an account with this e-mail, send its current password: the workspace is added to it.\r\n" +
+			"If you did not expect it, ignore this message.\r\n"}
+	if err := mailer.Send(ctx, msg); err != nil {
+		s.log.Warn("accounts: invitation mail not sent", "workspace", workspace, "member", inv.Member.ID, "err", err)
+		return false
+	}
+	return true
 }
 
 // AcceptRequest is the body of POST /api/members/accept.
@@ -115,8 +145,10 @@ func validPassword(pw string) error {
 
 var errInvalidToken = api.E(api.KindNotFound, "invalid_token", "invitation not found or expired")
 
-// Accept redeems an invitation or the owner's setup token: it sets the
-// member's password and makes the member active. A token works once.
+// Accept redeems an invitation or the owner's setup token and makes the
+// member active. The member joins the person with the invitation's e-mail:
+// a new person gets req.Password; an existing one must present their
+// current password, which does not change. A token works once.
 func (s *Service) Accept(ctx context.Context, req AcceptRequest) (Member, error) {
 	if err := validPassword(req.Password); err != nil {
 		return Member{}, err
@@ -130,14 +162,28 @@ func (s *Service) Accept(ctx context.Context, req AcceptRequest) (Member, error)
 	}
 	now := s.clock.Now()
 	m, err := s.store.AcceptInvitation(ctx, Acceptance{InviteHash: auth.HashSecret(req.Token), PasswordHash: hash, Name: strings.TrimSpace(req.Name), At: now},
-		func(expires time.Time) error {
+		func(expires time.Time, person PersonState) (bool, error) {
 			if !now.Before(expires) {
-				return errInvalidToken
+				return false, errInvalidToken
 			}
-			return nil
+			switch {
+			case !person.Exists:
+				return true, nil
+			case person.PasswordHash != "":
+				// The e-mail already has an account: joining needs its
+				// password, which stays as it is. The token alone (shown to
+				// whoever invited) never changes a person's password.
+				if ok, _ := passhash.Verify(person.PasswordHash, req.Password); !ok {
+					return false, api.Forbidden("wrong_password", "this e-mail already has an account: send its current password to join the workspace")
+				}
+				return false, nil
+			case person.Own:
+				return true, nil
+			}
+			return false, api.Conflict("password_not_set", "this e-mail has an account without a password yet: set it with that account's own setup token first, then accept")
 		}, func(ws string, m Member) audit.Event {
 			return audit.Event{Workspace: ws, Action: "member.accept", Category: audit.CategoryMember,
-				TargetType: "member", TargetID: m.ID, Summary: m.Email + " set a password and joined"}
+				TargetType: "member", TargetID: m.ID, Summary: m.Email + " joined"}
 		})
 	if errors.Is(err, store.ErrNotFound) {
 		return Member{}, errInvalidToken

@@ -7,12 +7,18 @@ import (
 	"github.com/svcplatform/platform/controlplane/auth"
 )
 
-// Routes is the area's rows of the route table: the workspace, keys,
-// members, sessions and the signed-in member's account.
+// Routes is the area's rows of the route table: workspaces, keys,
+// members, sessions, sign-up and the signed-in person's account.
 func Routes(h Handlers) []api.Route {
 	const G, P, U, A, D = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete
 	return []api.Route{
 		{Method: G, Path: "/api/workspace", Op: auth.OpWorkspaceRead, Handler: h.GetWorkspace, Summary: "The workspace and the caller", Response: WhoAmI{}},
+		{Method: G, Path: "/api/workspaces", Op: auth.OpWorkspaceRead, Handler: h.ListWorkspaces, Summary: "Your workspaces and your role in each (a key: its own workspace)", Response: WorkspaceList{}},
+		{Method: P, Path: "/api/workspaces", Op: auth.OpWorkspaceCreate, Handler: h.CreateWorkspace, Status: 201, Summary: "Create a workspace on the default plan; you are its owner (signed in)", Request: CreateWorkspaceRequest{}, Response: MembershipAnswer{}},
+		{Method: P, Path: "/api/workspace/leave", Op: auth.OpWorkspaceLeave, Handler: h.LeaveWorkspace, Summary: "Leave the workspace (signed in): your keys in it are revoked; the session moves to another of your workspaces or ends", Response: Left{}},
+		{Method: D, Path: "/api/workspace", Op: auth.OpWorkspaceDelete, Handler: h.DeleteWorkspace, Summary: "Delete the workspace and every project in it (the owner, signed in); blocked by what project deletion is and by money on the Balance", Request: DeleteRequest{}, Response: Left{}},
+		{Method: P, Path: "/api/session/workspace", Op: auth.OpAccount, Handler: h.SwitchWorkspace, Summary: "Make the session act in another of your workspaces", Request: SwitchRequest{}, Response: Switched{}},
+		{Method: P, Path: "/api/signup", Public: true, Handler: h.SignUp, Status: 202, Summary: "Sign up: a person and their first workspace, when the operator opened sign-up; the same answer whether or not the e-mail had an account (the mail says)", Request: SignUpRequest{}, Response: SignedUp{}},
 		{Method: G, Path: "/api/keys", Op: auth.OpKeyList, Handler: h.ListKeys, Summary: "List API keys (your own; every key for admins)", Response: KeyList{}},
 		{Method: P, Path: "/api/keys", Op: auth.OpKeyCreate, Handler: h.CreateKey, Status: 201, Summary: "Create an API key; the secret is shown once", Request: CreateKeyRequest{}, Response: CreatedKey{}},
 		{Method: D, Path: "/api/keys/{id}", Op: auth.OpKeyRevoke, Handler: h.RevokeKey, Summary: "Revoke an API key", Response: KeyAnswer{}},

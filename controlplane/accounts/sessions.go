@@ -21,7 +21,9 @@ type SignInRequest struct {
 	Password string `json:"password"`
 	// Code is the current TOTP code, required once two-factor is on.
 	Code string `json:"code,omitempty"`
-	// WorkspaceID picks the workspace when the e-mail belongs to several.
+	// WorkspaceID picks the workspace the session starts in; without it,
+	// the person's oldest membership. It can change later
+	// (POST /api/session/workspace).
 	WorkspaceID string `json:"workspaceId,omitempty"`
 }
 
@@ -72,10 +74,6 @@ func (s *Service) SignIn(ctx context.Context, req SignInRequest, clientAddr stri
 	if err != nil {
 		ok = true // not an attempt that failed
 		return SignedIn{}, err
-	}
-	if len(cands) > 1 {
-		ok = true
-		return SignedIn{}, api.Invalid("this e-mail signs in to several workspaces: send workspaceId")
 	}
 	s.passwordChecks.Add(1)
 	if len(cands) == 0 || cands[0].PasswordHash == "" {
@@ -157,7 +155,7 @@ func (s *Service) authenticateSession(r *http.Request, token string) (*auth.Prin
 		}
 	}
 	return &auth.Principal{MemberID: c.MemberID, WorkspaceID: c.WorkspaceID, SecondFactor: c.SecondFactor, Role: c.Role, Session: true,
-		SessionHash: auth.HashSecret(token)}, nil
+		SessionHash: auth.HashSecret(token), Pending: c.Pending}, nil
 }
 
 // SignOut ends the session of the request, if any.

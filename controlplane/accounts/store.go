@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/api"
@@ -67,10 +68,13 @@ type Store interface {
 	// the e-mail is already in the workspace.
 	CreateMember(ctx context.Context, m MemberRecord, ev audit.Event) error
 	// AcceptInvitation finds the member whose invitation hashes to
-	// a.InviteHash (store.ErrNotFound when none), lets check refuse its
-	// expiry, then sets the password, makes the member active and ends the
-	// invitation. ev receives the member's workspace.
-	AcceptInvitation(ctx context.Context, a Acceptance, check func(expires time.Time) error, ev func(workspace string, m Member) audit.Event) (Member, error)
+	// a.InviteHash (store.ErrNotFound when none) and its person (the
+	// member's own, else the person with its e-mail), lets check refuse
+	// the expiry given the person's password hash ("" when none or no
+	// person) and say whether to set a.PasswordHash, then links the member
+	// to that person (made when missing), makes the member active and ends
+	// the invitation. ev receives the member's workspace.
+	AcceptInvitation(ctx context.Context, a Acceptance, check func(expires time.Time, person PersonState) (setPassword bool, err error), ev func(workspace string, m Member) audit.Event) (Member, error)
 	// UpdateMember loads a member of the workspace (404 when absent), lets
 	// apply change its role, and stores it when apply returns true.
 	// otherOwners counts the workspace's other active owners.
@@ -122,6 +126,32 @@ type Store interface {
 	// has a verified e-mail.
 	OwnerEmailVerified(ctx context.Context, workspace string) (bool, error)
 
+	// PersonOfMember returns the person of member, or store.ErrNotFound.
+	PersonOfMember(ctx context.Context, member string) (Person, error)
+	// Memberships lists the active memberships of member's person, oldest
+	// first.
+	Memberships(ctx context.Context, member string) ([]Membership, error)
+	// CreateWorkspace stores person (when not nil), workspace w and its
+	// owner, once check accepts how many workspaces owner's person owns.
+	CreateWorkspace(ctx context.Context, w Workspace, person *Person, owner MemberRecord, check func(owned int) error, ev audit.Event) error
+	// SwitchSession moves the session whose token hashes to tokenHash to
+	// its person's active member of workspace (404 when there is none)
+	// and returns that member.
+	SwitchSession(ctx context.Context, tokenHash []byte, workspace string, ev func(Member) audit.Event) (Member, error)
+	// SwapPlanTx sets a workspace's plan inside tx (another area's
+	// transaction), records ev there, and returns the plan it replaced.
+	SwapPlanTx(ctx context.Context, tx *sql.Tx, workspace string, plan plans.Name, ev audit.Event) (plans.Name, error)
+	// RemoveMembers loads a member of the workspace (404 when absent), lets
+	// check refuse, moves the member's sessions to their person's oldest
+	// other workspace (or ends them), revokes their keys at at and deletes
+	// the member. It returns where the session hashing to caller acts now.
+	RemoveMembers(ctx context.Context, workspace, member string, at time.Time, check func(m Member, otherOwners func() (int, error)) error, ev audit.Event, caller []byte) (string, error)
+	// DeleteWorkspace marks the workspace deleted, moves its sessions as
+	// RemoveMembers does, revokes its keys and deletes its members.
+	DeleteWorkspace(ctx context.Context, workspace string, at time.Time, caller []byte, ev audit.Event) (string, error)
+	// WorkspacesNamed returns the ids of the workspaces called name.
+	WorkspacesNamed(ctx context.Context, name string) ([]string, error)
+
 	// Close releases what the store holds (prepared statements).
 	Close() error
 }
@@ -129,6 +159,7 @@ type Store interface {
 // FirstWorkspace is what CreateFirstWorkspace stores.
 type FirstWorkspace struct {
 	Workspace Workspace
+	Person    Person
 	Owner     MemberRecord
 	Key       KeyRecord
 }
@@ -158,6 +189,9 @@ type KeyCredential struct {
 	RevokedAt *time.Time
 	// Role is the member's current role.
 	Role auth.Role
+	// Pending is set while the workspace waits for its owner's e-mail
+	// verification.
+	Pending bool
 }
 
 // MemberRecord is a new member as stored, with their invitation.
@@ -170,6 +204,8 @@ type MemberRecord struct {
 	InviteHash []byte
 	// InviteExpires ends the invitation.
 	InviteExpires time.Time
+	// PersonID is the member's person ("" while invited).
+	PersonID string
 }
 
 // Acceptance is a redeemed invitation.
@@ -182,6 +218,17 @@ type Acceptance struct {
 	Name string
 	// At is when the password was set.
 	At time.Time
+}
+
+// PersonState is what accepting an invitation knows of the person it joins.
+type PersonState struct {
+	// Exists is false when accepting makes a new person.
+	Exists bool
+	// Own is true when the member already belongs to the person (the
+	// owner's setup token).
+	Own bool
+	// PasswordHash is the person's password hash ("" when none is set).
+	PasswordHash string
 }
 
 // TOTP is a member's two-factor state.
@@ -225,6 +272,9 @@ type SessionCredential struct {
 	// Role and Status are the member's current ones.
 	Role   auth.Role
 	Status string
+	// Pending is set while the workspace waits for its owner's e-mail
+	// verification.
+	Pending bool
 }
 
 // SQLStore is Store on the metadata database. NewSQLStore makes one.
@@ -239,8 +289,8 @@ var _ Store = (*SQLStore)(nil)
 // keyByHashSQL finds a key and its member's current role; prepared once,
 // since every API request runs it.
 const keyByHashSQL = `SELECT k.id, k.workspace_id, k.member_id, k.public_id, k.secret_hash, k.access, k.project_id,
-		k.expires_at, k.revoked_at, m.role
-	FROM api_keys k JOIN members m ON m.id = k.member_id WHERE k.secret_hash = ?`
+		k.expires_at, k.revoked_at, m.role, w.verification_required
+	FROM api_keys k JOIN members m ON m.id = k.member_id JOIN workspaces w ON w.id = k.workspace_id WHERE k.secret_hash = ?`
 
 // NewSQLStore returns the accounts store over db, recording audit rows in
 // log. It prepares the key look-up once; Close releases it.
@@ -275,9 +325,11 @@ func (s *SQLStore) Workspace(ctx context.Context, id string) (Workspace, error) 
 	var w Workspace
 	var created, plan string
 	err := s.db.QueryRowContext(ctx, `SELECT id, name, plan, created_at,
-			EXISTS (SELECT 1 FROM members WHERE workspace_id = workspaces.id AND role = 'owner' AND status = 'active' AND email_verified = 1)
-		FROM workspaces WHERE id = ?`, id).
-		Scan(&w.ID, &w.Name, &plan, &created, &w.OwnerEmailVerified)
+			EXISTS (SELECT 1 FROM members m JOIN people p ON p.id = m.person_id
+				WHERE m.workspace_id = workspaces.id AND m.role = 'owner' AND m.status = 'active' AND p.email_verified = 1),
+			verification_required
+		FROM workspaces WHERE id = ? AND deleted_at = ''`, id).
+		Scan(&w.ID, &w.Name, &plan, &created, &w.OwnerEmailVerified, &w.VerificationRequired)
 	if errors.Is(err, sql.ErrNoRows) {
 		return w, api.NotFound("workspace")
 	}
@@ -321,6 +373,9 @@ func (s *SQLStore) CreateFirstWorkspace(ctx context.Context, first func() FirstW
 			f.Workspace.ID, f.Workspace.Name, string(f.Workspace.Plan), store.FormatTime(f.Workspace.CreatedAt)); err != nil {
 			return err
 		}
+		if err := insertPerson(ctx, tx, f.Person); err != nil {
+			return err
+		}
 		if err := insertMember(ctx, tx, f.Owner); err != nil {
 			return err
 		}
@@ -341,7 +396,7 @@ func (s *SQLStore) KeyByHash(ctx context.Context, hash []byte) (KeyCredential, e
 	var c KeyCredential
 	var expires, revoked, role string
 	err := s.keyByHash.QueryRowContext(ctx, hash).
-		Scan(&c.ID, &c.WorkspaceID, &c.MemberID, &c.Prefix, &c.SecretHash, &c.Access, &c.ProjectID, &expires, &revoked, &role)
+		Scan(&c.ID, &c.WorkspaceID, &c.MemberID, &c.Prefix, &c.SecretHash, &c.Access, &c.ProjectID, &expires, &revoked, &role, &c.Pending)
 	if errors.Is(err, sql.ErrNoRows) {
 		return KeyCredential{}, store.ErrNotFound
 	}
@@ -456,7 +511,7 @@ func (s *SQLStore) ResetMemberKeys(ctx context.Context, k KeyRecord, revoke bool
 	var revoked []string
 	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		revoked = nil
-		m, err := scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+` FROM members WHERE workspace_id = ? AND id = ?`, k.WorkspaceID, k.MemberID))
+		m, err := scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+memberFrom+` WHERE m.workspace_id = ? AND m.id = ?`, k.WorkspaceID, k.MemberID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return api.NotFound("member")
 		}
@@ -504,7 +559,16 @@ func (s *SQLStore) ResetMemberKeys(ctx context.Context, k KeyRecord, revoke bool
 	return revoked, err
 }
 
-const memberCols = `id, email, name, role, status, totp_enabled, email_verified, password_hash <> '', created_at`
+// memberCols are a member's columns, selected FROM memberFrom: the
+// credentials' state is the person's (none while invited).
+const memberCols = `m.id, m.email, m.name, m.role, m.status, coalesce(p.totp_enabled, 0), coalesce(p.email_verified, 0),
+	coalesce(p.password_hash, '') <> '', m.created_at`
+
+// memberFrom joins each member to their person.
+const memberFrom = ` FROM members m LEFT JOIN people p ON p.id = m.person_id`
+
+// personOf selects the person of member ?.
+const personOf = `(SELECT person_id FROM members WHERE id = ?)`
 
 func scanMember(sc interface{ Scan(...any) error }) (Member, error) {
 	var m Member
@@ -519,9 +583,16 @@ func scanMember(sc interface{ Scan(...any) error }) (Member, error) {
 }
 
 func insertMember(ctx context.Context, tx *sql.Tx, m MemberRecord) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO members(id, workspace_id, email, name, role, status, invite_hash, invite_expires, created_at)
-		VALUES (?,?,?,?,?,?,?,?,?)`, m.ID, m.WorkspaceID, m.Email, m.Name, m.Role.String(), m.Status,
-		m.InviteHash, store.FormatTime(m.InviteExpires), store.FormatTime(m.CreatedAt))
+	if m.InviteHash == nil {
+		m.InviteHash = []byte{}
+	}
+	expires := ""
+	if !m.InviteExpires.IsZero() {
+		expires = store.FormatTime(m.InviteExpires)
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO members(id, workspace_id, email, name, role, status, invite_hash, invite_expires, created_at, person_id)
+		VALUES (?,?,?,?,?,?,?,?,?,?)`, m.ID, m.WorkspaceID, m.Email, m.Name, m.Role.String(), m.Status,
+		m.InviteHash, expires, store.FormatTime(m.CreatedAt), m.PersonID)
 	return err
 }
 
@@ -537,7 +608,7 @@ func otherOwners(ctx context.Context, tx *sql.Tx, workspace, member string) func
 
 // Members implements Store.
 func (s *SQLStore) Members(ctx context.Context, workspace string) ([]Member, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+memberCols+` FROM members WHERE workspace_id = ? ORDER BY created_at`, workspace)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+memberCols+memberFrom+` WHERE m.workspace_id = ? ORDER BY m.created_at`, workspace)
 	if err != nil {
 		return nil, fmt.Errorf("accounts: members: %w", err)
 	}
@@ -555,7 +626,7 @@ func (s *SQLStore) Members(ctx context.Context, workspace string) ([]Member, err
 
 // Member implements Store.
 func (s *SQLStore) Member(ctx context.Context, workspace, id string) (Member, error) {
-	m, err := scanMember(s.db.QueryRowContext(ctx, `SELECT `+memberCols+` FROM members WHERE workspace_id = ? AND id = ?`, workspace, id))
+	m, err := scanMember(s.db.QueryRowContext(ctx, `SELECT `+memberCols+memberFrom+` WHERE m.workspace_id = ? AND m.id = ?`, workspace, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, api.NotFound("member")
 	}
@@ -577,31 +648,61 @@ func (s *SQLStore) CreateMember(ctx context.Context, m MemberRecord, ev audit.Ev
 }
 
 // AcceptInvitation implements Store.
-func (s *SQLStore) AcceptInvitation(ctx context.Context, a Acceptance, check func(time.Time) error, ev func(string, Member) audit.Event) (Member, error) {
+func (s *SQLStore) AcceptInvitation(ctx context.Context, a Acceptance, check func(time.Time, PersonState) (bool, error), ev func(string, Member) audit.Event) (Member, error) {
 	var m Member
 	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
-		var id, ws, expires string
-		err := tx.QueryRowContext(ctx, `SELECT id, workspace_id, invite_expires FROM members WHERE invite_hash = ?`, a.InviteHash).
-			Scan(&id, &ws, &expires)
+		var id, ws, expires, email, personID string
+		err := tx.QueryRowContext(ctx, `SELECT id, workspace_id, invite_expires, email, person_id FROM members WHERE invite_hash = ?`, a.InviteHash).
+			Scan(&id, &ws, &expires, &email, &personID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		if err := check(store.ParseTime(expires)); err != nil {
+		// The person: the member's own (the owner's setup token), or the
+		// one with the invitation's e-mail, or a new one.
+		var existingHash string
+		own := personID != ""
+		q := `SELECT id, password_hash FROM people WHERE id = ?`
+		arg := personID
+		if personID == "" {
+			q, arg = `SELECT id, password_hash FROM people WHERE email = ?`, strings.ToLower(email)
+		}
+		err = tx.QueryRowContext(ctx, q, arg).Scan(&personID, &existingHash)
+		exists := err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		set := `UPDATE members SET status = 'active', password_hash = ?, password_set_at = ?, invite_hash = '', invite_expires = ''`
-		args := []any{a.PasswordHash, store.FormatTime(a.At)}
+		setPassword, err := check(store.ParseTime(expires), PersonState{Exists: exists, Own: own, PasswordHash: existingHash})
+		if err != nil {
+			return err
+		}
+		if !exists {
+			personID = "per_" + strings.TrimPrefix(id, "mem_")
+			if err := insertPerson(ctx, tx, Person{ID: personID, Email: strings.ToLower(email), Name: a.Name, CreatedAt: a.At}); err != nil {
+				return err
+			}
+		}
+		if setPassword {
+			if _, err := tx.ExecContext(ctx, `UPDATE people SET password_hash = ?, password_set_at = ? WHERE id = ?`,
+				a.PasswordHash, store.FormatTime(a.At), personID); err != nil {
+				return err
+			}
+		}
+		set := `UPDATE members SET status = 'active', person_id = ?, invite_hash = '', invite_expires = ''`
+		args := []any{personID}
 		if a.Name != "" {
 			set += `, name = ?`
 			args = append(args, a.Name)
 		}
 		if _, err := tx.ExecContext(ctx, set+` WHERE id = ?`, append(args, id)...); err != nil {
+			if store.IsUniqueViolation(err) {
+				return api.Conflict("member_exists", "%s is already a member of this workspace", email)
+			}
 			return err
 		}
-		if m, err = scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+` FROM members WHERE id = ?`, id)); err != nil {
+		if m, err = scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+memberFrom+` WHERE m.id = ?`, id)); err != nil {
 			return err
 		}
 		return s.audit.Record(ctx, tx, ev(ws, m))
@@ -614,7 +715,7 @@ func (s *SQLStore) UpdateMember(ctx context.Context, workspace, id string, apply
 	var m Member
 	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var err error
-		m, err = scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+` FROM members WHERE workspace_id = ? AND id = ?`, workspace, id))
+		m, err = scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+memberFrom+` WHERE m.workspace_id = ? AND m.id = ?`, workspace, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return api.NotFound("member")
 		}
@@ -639,7 +740,7 @@ func (s *SQLStore) UpdateMember(ctx context.Context, workspace, id string, apply
 // RemoveMember implements Store.
 func (s *SQLStore) RemoveMember(ctx context.Context, workspace, id string, revokedAt time.Time, check func(Member, func() (int, error)) error, ev func(Member) audit.Event) error {
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
-		m, err := scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+` FROM members WHERE workspace_id = ? AND id = ?`, workspace, id))
+		m, err := scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+memberFrom+` WHERE m.workspace_id = ? AND m.id = ?`, workspace, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return api.NotFound("member")
 		}
@@ -662,15 +763,18 @@ func (s *SQLStore) RemoveMember(ctx context.Context, workspace, id string, revok
 	})
 }
 
-// SignInCandidates implements Store.
+// SignInCandidates implements Store: the person with e-mail email and
+// their active membership in workspace, or their oldest active one when
+// workspace is empty.
 func (s *SQLStore) SignInCandidates(ctx context.Context, email, workspace string) ([]SignInCandidate, error) {
-	q := `SELECT id, workspace_id, password_hash, totp_secret, totp_enabled, totp_last_step FROM members WHERE email = ? AND status = 'active'`
+	q := `SELECT m.id, m.workspace_id, p.password_hash, p.totp_secret, p.totp_enabled, p.totp_last_step
+		FROM people p JOIN members m ON m.person_id = p.id AND m.status = 'active' WHERE p.email = ?`
 	args := []any{email}
 	if workspace != "" {
-		q += ` AND workspace_id = ?`
+		q += ` AND m.workspace_id = ?`
 		args = append(args, workspace)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY m.created_at, m.id LIMIT 1`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("accounts: sign in: %w", err)
 	}
@@ -691,7 +795,7 @@ func (s *SQLStore) SignInCandidates(ctx context.Context, email, workspace string
 
 // ClaimTOTPStep implements Store.
 func (s *SQLStore) ClaimTOTPStep(ctx context.Context, member string, step int64) (bool, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE members SET totp_last_step = ? WHERE id = ? AND totp_last_step < ?`, step, member, step)
+	res, err := s.db.ExecContext(ctx, `UPDATE people SET totp_last_step = ? WHERE id = `+personOf+` AND totp_last_step < ?`, step, member, step)
 	if err != nil {
 		return false, err
 	}
@@ -713,7 +817,7 @@ func (s *SQLStore) CreateSession(ctx context.Context, r SessionRecord, ev func(M
 			return err
 		}
 		var err error
-		if m, err = scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+` FROM members WHERE id = ?`, r.MemberID)); err != nil {
+		if m, err = scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+memberFrom+` WHERE m.id = ?`, r.MemberID)); err != nil {
 			return err
 		}
 		return s.audit.Record(ctx, tx, ev(m))
@@ -725,9 +829,10 @@ func (s *SQLStore) CreateSession(ctx context.Context, r SessionRecord, ev func(M
 func (s *SQLStore) Session(ctx context.Context, tokenHash []byte) (SessionCredential, error) {
 	var c SessionCredential
 	var expires, role string
-	err := s.db.QueryRowContext(ctx, `SELECT s.member_id, s.workspace_id, s.second_factor, s.csrf_hash, s.expires_at, m.role, m.status
-		FROM sessions s JOIN members m ON m.id = s.member_id WHERE s.token_hash = ?`, tokenHash).
-		Scan(&c.MemberID, &c.WorkspaceID, &c.SecondFactor, &c.CSRFHash, &expires, &role, &c.Status)
+	err := s.db.QueryRowContext(ctx, `SELECT s.member_id, s.workspace_id, s.second_factor, s.csrf_hash, s.expires_at, m.role, m.status,
+			w.verification_required
+		FROM sessions s JOIN members m ON m.id = s.member_id JOIN workspaces w ON w.id = s.workspace_id WHERE s.token_hash = ?`, tokenHash).
+		Scan(&c.MemberID, &c.WorkspaceID, &c.SecondFactor, &c.CSRFHash, &expires, &role, &c.Status, &c.Pending)
 	if errors.Is(err, sql.ErrNoRows) {
 		return SessionCredential{}, store.ErrNotFound
 	}
@@ -748,7 +853,7 @@ func (s *SQLStore) DeleteSession(ctx context.Context, tokenHash []byte) error {
 // PasswordHash implements Store.
 func (s *SQLStore) PasswordHash(ctx context.Context, member string) (string, error) {
 	var hash string
-	err := s.db.QueryRowContext(ctx, `SELECT password_hash FROM members WHERE id = ?`, member).Scan(&hash)
+	err := s.db.QueryRowContext(ctx, `SELECT p.password_hash FROM members m JOIN people p ON p.id = m.person_id WHERE m.id = ?`, member).Scan(&hash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", store.ErrNotFound
 	}
@@ -758,10 +863,12 @@ func (s *SQLStore) PasswordHash(ctx context.Context, member string) (string, err
 // SetPassword implements Store.
 func (s *SQLStore) SetPassword(ctx context.Context, member, hash string, at time.Time, keep []byte, ev audit.Event) error {
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE members SET password_hash = ?, password_set_at = ? WHERE id = ?`, hash, store.FormatTime(at), member); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE people SET password_hash = ?, password_set_at = ? WHERE id = `+personOf, hash, store.FormatTime(at), member); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE member_id = ? AND token_hash <> ?`, member, keep); err != nil {
+		// Every session of the person ends, in whichever workspace it acts.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE member_id IN (SELECT id FROM members WHERE person_id = `+personOf+`)
+			AND token_hash <> ?`, member, keep); err != nil {
 			return err
 		}
 		return s.audit.Record(ctx, tx, ev)
@@ -772,7 +879,7 @@ func (s *SQLStore) SetPassword(ctx context.Context, member, hash string, at time
 func (s *SQLStore) TOTPStatus(ctx context.Context, member string) (string, bool, error) {
 	var email string
 	var enabled bool
-	err := s.db.QueryRowContext(ctx, `SELECT email, totp_enabled FROM members WHERE id = ?`, member).Scan(&email, &enabled)
+	err := s.db.QueryRowContext(ctx, `SELECT p.email, p.totp_enabled FROM members m JOIN people p ON p.id = m.person_id WHERE m.id = ?`, member).Scan(&email, &enabled)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, store.ErrNotFound
 	}
@@ -781,7 +888,7 @@ func (s *SQLStore) TOTPStatus(ctx context.Context, member string) (string, bool,
 
 // SetTOTPSecret implements Store.
 func (s *SQLStore) SetTOTPSecret(ctx context.Context, member, secret string) (bool, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE members SET totp_secret = ? WHERE id = ? AND totp_enabled = 0`, secret, member)
+	res, err := s.db.ExecContext(ctx, `UPDATE people SET totp_secret = ? WHERE id = `+personOf+` AND totp_enabled = 0`, secret, member)
 	if err != nil {
 		return false, err
 	}
@@ -793,7 +900,7 @@ func (s *SQLStore) SetTOTPSecret(ctx context.Context, member, secret string) (bo
 func (s *SQLStore) UpdateTOTP(ctx context.Context, member string, apply func(*TOTP) error, ev audit.Event) error {
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		var t TOTP
-		err := tx.QueryRowContext(ctx, `SELECT totp_secret, totp_enabled, totp_last_step FROM members WHERE id = ?`, member).
+		err := tx.QueryRowContext(ctx, `SELECT p.totp_secret, p.totp_enabled, p.totp_last_step FROM members m JOIN people p ON p.id = m.person_id WHERE m.id = ?`, member).
 			Scan(&t.Secret, &t.Enabled, &t.LastStep)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
@@ -804,7 +911,7 @@ func (s *SQLStore) UpdateTOTP(ctx context.Context, member string, apply func(*TO
 		if err := apply(&t); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE members SET totp_enabled = ?, totp_secret = ?, totp_last_step = ? WHERE id = ?`,
+		if _, err := tx.ExecContext(ctx, `UPDATE people SET totp_enabled = ?, totp_secret = ?, totp_last_step = ? WHERE id = `+personOf,
 			t.Enabled, t.Secret, t.LastStep, member); err != nil {
 			return err
 		}

@@ -26,7 +26,8 @@ var t0 = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
 // token and a full-access key.
 var first = accounts.FirstWorkspace{
 	Workspace: accounts.Workspace{ID: "ws_1", Name: "Test", Plan: plans.Pro, CreatedAt: t0},
-	Owner: accounts.MemberRecord{WorkspaceID: "ws_1", InviteHash: auth.HashSecret("setup"), InviteExpires: t0.Add(time.Hour),
+	Person:    accounts.Person{ID: "per_owner", Email: "owner@example.com", CreatedAt: t0},
+	Owner: accounts.MemberRecord{WorkspaceID: "ws_1", InviteHash: auth.HashSecret("setup"), InviteExpires: t0.Add(time.Hour), PersonID: "per_owner",
 		Member: accounts.Member{ID: "mem_owner", Email: "owner@example.com", Name: "Owner", Role: auth.Owner, Status: "active", CreatedAt: t0}},
 	Key: accounts.KeyRecord{WorkspaceID: "ws_1", SecretHash: auth.HashSecret("owner secret"),
 		Key: accounts.Key{ID: "key_owner", Name: "owner", Prefix: "svc_owner", Access: "full", MemberID: "mem_owner", CreatedAt: t0}},
@@ -131,11 +132,11 @@ func testSQLStoreRefusalStoresNothing(t *testing.T, eng pgtest.Engine) {
 		}},
 		{"invitation expired", func(st *accounts.SQLStore) error {
 			_, err := st.AcceptInvitation(ctx, accounts.Acceptance{InviteHash: auth.HashSecret("setup"), PasswordHash: "h", Name: "New", At: t0},
-				func(expires time.Time) error {
-					if !expires.Equal(t0.Add(time.Hour)) {
-						return fmt.Errorf("expires = %v", expires)
+				func(expires time.Time, person accounts.PersonState) (bool, error) {
+					if !expires.Equal(t0.Add(time.Hour)) || !person.Exists || !person.Own {
+						return false, fmt.Errorf("expires = %v, person %+v; want the owner's own person", expires, person)
 					}
-					return errRefused
+					return false, errRefused
 				}, func(string, accounts.Member) audit.Event { return audit.Event{Action: "member.accept"} })
 			return err
 		}},
@@ -274,14 +275,14 @@ func testSQLStore(t *testing.T, eng pgtest.Engine) {
 
 	// Accepting an invitation activates the member once.
 	accept := accounts.Acceptance{InviteHash: auth.HashSecret("inv"), PasswordHash: "hash", Name: "Dev", At: t0}
-	m, err := st.AcceptInvitation(ctx, accept, func(time.Time) error { return nil },
+	m, err := st.AcceptInvitation(ctx, accept, func(time.Time, accounts.PersonState) (bool, error) { return true, nil },
 		func(ws string, m accounts.Member) audit.Event {
 			return audit.Event{Workspace: ws, Action: "member.accept"}
 		})
 	if err != nil || m.Status != "active" || !m.HasPassword || m.Name != "Dev" {
 		t.Fatalf("accept: %+v %v", m, err)
 	}
-	if _, err := st.AcceptInvitation(ctx, accept, func(time.Time) error { return nil },
+	if _, err := st.AcceptInvitation(ctx, accept, func(time.Time, accounts.PersonState) (bool, error) { return true, nil },
 		func(string, accounts.Member) audit.Event { return audit.Event{} }); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("invitation used twice: %v", err)
 	}
@@ -362,8 +363,8 @@ func TestClaimTOTPStepOnce(t *testing.T) {
 	if !ok || err != nil {
 		t.Fatalf("secret not stored while two-factor is off: %v %v", ok, err)
 	}
-	env.CP.DB.Exec(`UPDATE members SET totp_enabled = 1 WHERE id = ?`, member)
+	env.CP.DB.Exec(`UPDATE people SET totp_enabled = 1 WHERE id = (SELECT person_id FROM members WHERE id = ?)`, member)
 	if ok, _ := st.SetTOTPSecret(context.Background(), member, "BBBB"); ok {
-		t.Fatal("an enabled member's secret was replaced")
+		t.Fatal("an enabled person's secret was replaced")
 	}
 }

@@ -38,11 +38,18 @@ type Rule struct {
 	// SessionOnly marks account operations on the caller's own sign-in
 	// (password, two-factor) that keys cannot perform.
 	SessionOnly bool
+	// Pending marks what a workspace waiting for its owner's e-mail
+	// verification may still do (read itself, verify, manage the sign-in).
+	Pending bool
 }
 
 // The operations of the API. Each handler names exactly one.
 const (
-	OpWorkspaceRead Op = "workspace.read"
+	OpWorkspaceRead   Op = "workspace.read"
+	OpWorkspaceCreate Op = "workspace.create"
+	OpWorkspacePlan   Op = "workspace.plan"
+	OpWorkspaceLeave  Op = "workspace.leave"
+	OpWorkspaceDelete Op = "workspace.delete"
 
 	OpProjectList   Op = "project.list"
 	OpProjectCreate Op = "project.create"
@@ -112,7 +119,15 @@ const (
 // member's role to keys and sessions alike: a key narrows what its member
 // may do (read-only, one project), never widens it.
 var table = map[Op]Rule{
-	OpWorkspaceRead: {MinRole: Viewer, Scope: ScopeListing},
+	OpWorkspaceRead: {MinRole: Viewer, Scope: ScopeListing, Pending: true},
+	// A person makes a workspace (and owns it) signed in, whatever their
+	// role in the one they act in.
+	OpWorkspaceCreate: {MinRole: Viewer, Write: true, Scope: ScopeWorkspace, SessionOnly: true},
+	// The plan is paid from the Balance: the owner's.
+	OpWorkspacePlan:  {MinRole: Owner, Write: true, Scope: ScopeWorkspace},
+	OpWorkspaceLeave: {MinRole: Viewer, Write: true, Scope: ScopeWorkspace, SessionOnly: true, Pending: true},
+	// Deleting the workspace: the owner signed in, nobody else.
+	OpWorkspaceDelete: {MinRole: Owner, Write: true, Scope: ScopeWorkspace, SessionOnly: true, Pending: true},
 
 	OpProjectList:   {MinRole: Viewer, Scope: ScopeListing},
 	OpProjectCreate: {MinRole: Developer, Write: true, Scope: ScopeWorkspace},
@@ -129,14 +144,14 @@ var table = map[Op]Rule{
 	OpKeyRevoke:    {MinRole: Viewer, Write: true, Scope: ScopeWorkspace},
 	OpMemberList:   {MinRole: Viewer, Scope: ScopeWorkspace},
 	OpMemberManage: {MinRole: Admin, Write: true, Scope: ScopeWorkspace},
-	OpAccount:      {MinRole: Viewer, Write: true, Scope: ScopeWorkspace, SessionOnly: true},
+	OpAccount:      {MinRole: Viewer, Write: true, Scope: ScopeWorkspace, SessionOnly: true, Pending: true},
 
 	OpAuditRead:    {MinRole: Admin, Scope: ScopeWorkspace},
 	OpActivityRead: {MinRole: Viewer, Scope: ScopeWorkspace},
 	OpUsageRead:    {MinRole: Viewer, Scope: ScopeListing}, // a project key sees its own project
 	// Asking for an e-mail verification message: the member's own address,
 	// with their session or one of their full-access keys.
-	OpEmailVerify: {MinRole: Viewer, Write: true, Scope: ScopeWorkspace},
+	OpEmailVerify: {MinRole: Viewer, Write: true, Scope: ScopeWorkspace, Pending: true},
 	// The workspace Balance and included credit: admins read and set the
 	// monthly spending limit; loading money is an operator command.
 	OpBillingRead:  {MinRole: Admin, Scope: ScopeWorkspace},
@@ -235,6 +250,9 @@ func Authorize(p *Principal, op Op, projectID string) error {
 	}
 	if p == nil || p.WorkspaceID == "" {
 		return &Denied{Code: "unauthenticated", Message: "missing or invalid credentials", Unauth: true}
+	}
+	if p.Pending && !rule.Pending {
+		return deny("email_unverified", "this workspace waits for its owner's e-mail verification: redeem the mailed token with POST /api/account/email/verify (ask for a new one with POST /api/account/email/verification)")
 	}
 	if rule.OwnerSession {
 		if !p.Session || p.Role < Owner {

@@ -71,6 +71,35 @@ var expect = map[Op]struct {
 	OpBucketRead:     {Viewer, true, "own", false, false},
 	OpBucketWrite:    {Developer, false, "own", false, false},
 	OpBucketData:     {Developer, false, "own", false, false}, // objects' bytes and signed URLs: like env values
+	// A person makes workspaces, leaves one, and its owner deletes it,
+	// signed in; the owner changes the plan (paid from the Balance).
+	OpWorkspaceCreate: {Viewer, false, "none", false, true},
+	OpWorkspaceLeave:  {Viewer, false, "none", false, true},
+	OpWorkspaceDelete: {Owner, false, "none", false, true},
+	OpWorkspacePlan:   {Owner, false, "none", false, false},
+}
+
+// pendingAllowed is what a workspace waiting for its owner's e-mail
+// verification may still do: read itself, verify, manage the sign-in,
+// leave or delete itself.
+var pendingAllowed = map[Op]bool{OpWorkspaceRead: true, OpAccount: true, OpEmailVerify: true, OpWorkspaceLeave: true, OpWorkspaceDelete: true}
+
+// A pending workspace's owner, by session, is refused every other
+// operation with email_unverified.
+func TestPendingWorkspace(t *testing.T) {
+	for _, op := range Ops() {
+		t.Run(string(op), func(t *testing.T) {
+			p := Principal{WorkspaceID: "ws", MemberID: "m", Role: Owner, Session: true, Pending: true}
+			err := Authorize(&p, op, "")
+			var d *Denied
+			switch {
+			case pendingAllowed[op] && err != nil && (!errors.As(err, &d) || d.Code == "email_unverified"):
+				t.Fatalf("refused: %v", err)
+			case !pendingAllowed[op] && (!errors.As(err, &d) || d.Code != "email_unverified"):
+				t.Fatalf("err = %v, want email_unverified", err)
+			}
+		})
+	}
 }
 
 type caller struct {

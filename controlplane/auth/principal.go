@@ -22,6 +22,10 @@ type Principal struct {
 	// SessionHash identifies the dashboard session (the SHA-256 of its
 	// token), so a password change can end the member's other sessions.
 	SessionHash []byte
+	// Pending is set while the workspace waits for its owner's e-mail
+	// verification (an open sign-up): only operations marked Pending in
+	// the permission table are allowed.
+	Pending bool
 	// Via is "connector" for a key's request made through the assistant
 	// connector (header X-Service-Via); the audit log records it.
 	Via string

@@ -55,6 +55,12 @@ type Limits struct {
 	// StorageOverage tells whether storage past the allowance is charged (paid
 	// plans) rather than held (hobby).
 	StorageOverage bool `json:"storageOverage"`
+	// MonthlyPriceCents is the plan's price for a UTC month, paid from the
+	// workspace Balance (ours: the specification names no prices).
+	MonthlyPriceCents int64 `json:"monthlyPriceCents"`
+	// SelfServe tells whether an owner may move to the plan themselves
+	// (POST /api/workspace/plan); otherwise only the operator sets it.
+	SelfServe bool `json:"selfServe"`
 }
 
 // table is the one place plan limits live.
@@ -63,26 +69,32 @@ var table = map[Name]Limits{
 		Databases: 1, DatabaseStorageBytes: GB / 2, VectorCollections: 1, MediaAssets: 0,
 		PaymentAccounts: 1, AIRequestsPerMinute: 60, AIReservationCents: 200, AICreditCents: 0,
 		AgentConcurrentRuns: 1, SitePasswords: false,
+		MonthlyPriceCents: 0, SelfServe: true,
 	},
 	Pro: {
 		Databases: 10, DatabaseStorageBytes: 5 * GB, VectorCollections: 10, MediaAssets: 100,
 		PaymentAccounts: 10, AIRequestsPerMinute: 600, AIReservationCents: 1000, AICreditCents: 1000,
 		AgentConcurrentRuns: 5, SitePasswords: true, StorageOverage: true,
+		MonthlyPriceCents: 2000, SelfServe: true,
 	},
 	Team: { // vectors, media, payments, AI: ours (as pro)
 		Databases: 50, DatabaseStorageBytes: 25 * GB, VectorCollections: 10, MediaAssets: 100,
 		PaymentAccounts: 10, AIRequestsPerMinute: 600, AIReservationCents: 1000, AICreditCents: 1000,
 		UsageCreditCents: 2000, AgentConcurrentRuns: 10, SitePasswords: true, StorageOverage: true,
+		MonthlyPriceCents: 6000, SelfServe: true,
 	},
 	Scale: { // vectors, media, payments, AI: ours (as enterprise)
 		Databases: 100, DatabaseStorageBytes: 100 * GB, VectorCollections: 200, MediaAssets: 1000,
 		PaymentAccounts: 100, AIRequestsPerMinute: 6000, AIReservationCents: 1000, AICreditCents: 10000,
 		AgentConcurrentRuns: 20, SitePasswords: true, StorageOverage: true,
+		MonthlyPriceCents: 25000, SelfServe: true,
 	},
 	Enterprise: { // databases, storage, agents: ours (as scale)
 		Databases: 100, DatabaseStorageBytes: 100 * GB, VectorCollections: 200, MediaAssets: 1000,
 		PaymentAccounts: 100, AIRequestsPerMinute: 6000, AIReservationCents: 1000, AICreditCents: 10000,
 		AgentConcurrentRuns: 20, SitePasswords: true, StorageOverage: true,
+		// Enterprise is agreed with the operator, who sets it.
+		MonthlyPriceCents: 100000, SelfServe: false,
 	},
 }
 
@@ -104,6 +116,22 @@ func Of(n Name) Limits {
 		return l
 	}
 	return table[Hobby]
+}
+
+// Table returns every plan's limits and price, in order (the dashboard and
+// the usage report show it).
+func Table() []Plan {
+	out := make([]Plan, 0, len(table))
+	for _, n := range All() {
+		out = append(out, Plan{Name: n, Limits: table[n]})
+	}
+	return out
+}
+
+// Plan is one row of the table.
+type Plan struct {
+	Name Name `json:"name"`
+	Limits
 }
 
 // All returns the plan names in order.
