@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -218,16 +219,35 @@ func schemaName(t reflect.Type, schemas map[string]any) string {
 func structSchema(t reflect.Type, schemas map[string]any) map[string]any {
 	props := map[string]any{}
 	var required []string
+	// Fields of an embedded struct without a json name are written at this
+	// level by encoding/json; this struct's own fields win a clash.
+	promoted := map[string]any{}
+	var promotedRequired []string
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
 		tag := f.Tag.Get("json")
 		if tag == "-" {
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
+		if ft := f.Type; f.Anonymous && name == "" {
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				inner := structSchema(ft, schemas)
+				for k, v := range inner["properties"].(map[string]any) {
+					promoted[k] = v
+				}
+				if req, ok := inner["required"].([]string); ok && f.Type.Kind() != reflect.Pointer {
+					promotedRequired = append(promotedRequired, req...)
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
 		if name == "" {
 			name = f.Name
 		}
@@ -249,6 +269,16 @@ func structSchema(t reflect.Type, schemas map[string]any) map[string]any {
 		props[name] = prop
 		if !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer {
 			required = append(required, name)
+		}
+	}
+	for k, v := range promoted {
+		if _, own := props[k]; !own {
+			props[k] = v
+		}
+	}
+	for _, k := range promotedRequired {
+		if !slices.Contains(required, k) {
+			required = append(required, k)
 		}
 	}
 	sort.Strings(required)

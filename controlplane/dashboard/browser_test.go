@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,32 +163,6 @@ func (e *env) call(c *http.Client, key, csrf, method, path string, body any, out
 func (e *env) owner(method, path string, body, out any) int {
 	e.t.Helper()
 	return e.call(nil, ownerKey, "", method, path, body, out)
-}
-
-// enableTOTP turns two-factor on for the owner through the API, as the
-// account page would, and returns the secret.
-func (e *env) enableTOTP() string {
-	e.t.Helper()
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar}
-	var si struct {
-		CSRF string `json:"csrfToken"`
-	}
-	if st := e.call(c, "", "", "POST", "/api/session", map[string]string{"email": ownerEmail, "password": ownerPassword}, &si); st != 200 {
-		e.t.Fatalf("sign in over the API: %d", st)
-	}
-	var en struct {
-		Secret string `json:"secret"`
-	}
-	if st := e.call(c, "", si.CSRF, "POST", "/api/account/totp", nil, &en); st != 200 {
-		e.t.Fatalf("start TOTP: %d", st)
-	}
-	if st := e.call(c, "", si.CSRF, "POST", "/api/account/totp/confirm", map[string]string{"code": e.code(en.Secret)}, nil); st != 200 {
-		e.t.Fatalf("confirm TOTP: %d", st)
-	}
-	// A code works once: the next sign-in uses the next one.
-	e.clk.Advance(30 * time.Second)
-	return en.Secret
 }
 
 func (e *env) code(secret string) string {
@@ -431,8 +404,9 @@ func TestDashboardInChromium(t *testing.T) {
 	owner.do("set the password", chromedp.Click(chromedp.CSS("form button[type=submit]")))
 	owner.waitText("main h1", "Projects")
 
-	// Two-factor on, then sign out and in again with a code.
-	secret := e.enableTOTP()
+	// Two-factor on from the account page, then sign out and in again
+	// with a code.
+	secret := accountPage(t, e, owner)
 	owner.clickText("header button", "Sign out")
 	owner.waitText("main h1", "Sign in")
 	owner.do("type e-mail and password",
@@ -525,6 +499,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if detail.Serving.Deployment.Commit != 1 {
 		t.Fatalf("after the rollback commit %d serves", detail.Serving.Deployment.Commit)
 	}
+	reposPages(t, e, owner, prj, repo.Repo.ID)
 
 	// A database and a query with a parameter.
 	owner.open("/projects/" + prj + "/databases")
@@ -540,8 +515,19 @@ func TestDashboardInChromium(t *testing.T) {
 	owner.set("textarea[name=params]", "")
 	owner.clickText("form button[type=submit]", "Run")
 	owner.waitText("main table", "hi from the page")
+	// An export, followed on the page, then its file.
+	owner.clickText("main button", "Export")
+	owner.waitText("main [role=status]", "Download the .sql file")
+	dump, err := chromedp.Run(owner.bounded(), chromedp.Evaluate[string](`fetch(document.querySelector("a[download]").href).then(r => r.text())`, chromedp.EvalAwaitPromise))
+	if err != nil || !strings.Contains(dump, "hi from the page") {
+		t.Fatalf("the export's file (%v): %.300s", err, dump)
+	}
 	owner.check("database")
+	owner.open("/projects/" + prj + "/databases")
+	owner.waitText("main table", "main")
+	owner.check("project-databases-list")
 	owner.open("/databases")
+	owner.waitText("main table", "main")
 	owner.check("databases")
 
 	// Deleting is blocked while a payment link can be paid: the page lists
@@ -558,11 +544,13 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("payment link: %d", st)
 	}
 	owner.open("/projects/" + prj + "/settings")
+	owner.waitText("main button", "Delete project")
 	owner.clickText("main button", "Delete project")
 	owner.set("input[name=confirm]", "shop")
 	owner.clickText("main button", "Delete Shop for good")
 	owner.waitText("[aria-label='What blocks the deletion']", "link")
 	owner.check("settings")
+	paymentsPage(t, e, owner, prj)
 
 	// Members: a viewer invited with a link.
 	owner.open("/members")
@@ -590,6 +578,10 @@ func TestDashboardInChromium(t *testing.T) {
 	if st := e.call(nil, key, "", "GET", "/api/workspace", nil, nil); st != 401 {
 		t.Fatalf("the revoked key: %d", st)
 	}
+
+	workspacePages(t, e, owner)
+	servicePages(t, e, owner, prj)
+	mediaPage(t, e, owner, prj)
 
 	owner.open("/nowhere")
 	owner.waitText("main h1", "No such page")
@@ -630,6 +622,8 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatal("a viewer sees a variable's value")
 	}
 	viewer.check("variables-viewer")
+	viewerPayments(t, e, viewer, prj)
+	viewerPages(t, viewer)
 	// Forced: the same call the owner's button makes, from the viewer's page.
 	type answer struct {
 		Status int    `json:"status"`

@@ -29,9 +29,10 @@ import (
 var site embed.FS
 
 // CSP is the Content-Security-Policy of every answer. img-src allows data:
-// URLs for pictures the pages draw themselves (a QR code).
+// URLs for pictures the pages draw themselves; media-src allows blob: URLs,
+// which the video player (hls.js on Media Source Extensions) plays from.
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; " +
-	"connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+	"connect-src 'self'; media-src 'self' blob:; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // Cache-Control values.
 const (

@@ -14,6 +14,7 @@ func Routes(h Handlers) []api.Route {
 	const G, P, A, D = http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete
 	return []api.Route{
 		{Method: P, Path: "/api/projects/{id}/databases", Op: auth.OpDatabaseWrite, ProjectParam: "id", Handler: h.Create, Status: 201, Summary: "Create a database (engine sqlite)", Request: CreateRequest{}, Response: DatabaseAnswer{}},
+		{Method: G, Path: "/api/projects/{id}/databases", Op: auth.OpDatabaseRead, ProjectParam: "id", Handler: h.List, Summary: "List a project's databases, oldest first (?limit=1-200&cursor=)", Response: DatabaseList{}},
 		{Method: G, Path: "/api/databases/{id}", Op: auth.OpDatabaseRead, Handler: h.Get, Summary: "Read a database, its endpoint and limits", Response: DatabaseAnswer{}},
 		{Method: P, Path: "/api/databases/{id}", Op: auth.OpDatabaseQuery, Handler: h.Query, MaxBody: MaxQueryBody, Summary: "Run SQL: {sql, params?} or {batch: [{sql, params?}]}, as one transaction", Request: QuerySchema{}, Response: QueryAnswerSchema{}},
 		{Method: A, Path: "/api/databases/{id}", Op: auth.OpDatabaseWrite, Handler: h.Retry, Summary: "Retry a failed create: {action: retry}", Request: PatchRequest{}, Response: DatabaseAnswer{}},

@@ -5,16 +5,47 @@ import { useCallback, useEffect, useState } from "preact/hooks";
 import { api, csrf, onSessionEnded, unwrap } from "./api/client";
 import { interceptLinks, match, navigate, ParamsContext, useLocation, type Params } from "./router";
 import { SessionContext, type Session } from "./session";
+import { can } from "./api/perms";
 import { Loading } from "./components/ui";
 import { SignIn } from "./pages/SignIn";
 import { Setup } from "./pages/Setup";
 import { Home } from "./pages/Home";
 import { ProjectOverview, ProjectDeployments, ProjectVariables, ProjectDatabases, ProjectSettings } from "./pages/Project";
 import { Deployment } from "./pages/Deployment";
-import { Databases, DatabaseConsole } from "./pages/Databases";
-import { Members } from "./pages/Members";
-import { Keys } from "./pages/Keys";
 import { NotFound } from "./pages/NotFound";
+import { lazyPage } from "./components/lazy";
+import { pickProject, redirect } from "./pages/Redirects";
+
+// Pages loaded when first opened (components/lazy.tsx).
+const Databases = lazyPage(() => import("./pages/Databases").then((m) => m.Databases));
+const DatabaseConsole = lazyPage(() => import("./pages/Databases").then((m) => m.DatabaseConsole));
+const Members = lazyPage(() => import("./pages/Members").then((m) => m.Members));
+const Keys = lazyPage(() => import("./pages/Keys").then((m) => m.Keys));
+const Account = lazyPage(() => import("./pages/Account").then((m) => m.Account));
+const Usage = lazyPage(() => import("./pages/Usage").then((m) => m.Usage));
+const Audit = lazyPage(() => import("./pages/Audit").then((m) => m.Audit));
+const Repos = lazyPage(() => import("./pages/Repos").then((m) => m.Repos));
+const Repo = lazyPage(() => import("./pages/Repos").then((m) => m.Repo));
+const RepoFiles = lazyPage(() => import("./pages/Repos").then((m) => m.RepoFiles));
+const ProjectPayments = lazyPage(() => import("./pages/Payments").then((m) => m.ProjectPayments));
+const Security = lazyPage(() => import("./pages/Security").then((m) => m.Security));
+const Shield = lazyPage(() => import("./pages/Security").then((m) => m.Shield));
+const CDN = lazyPage(() => import("./pages/Security").then((m) => m.CDN));
+const ProjectMedia = lazyPage(() => import("./pages/Media").then((m) => m.ProjectMedia));
+const MediaAsset = lazyPage(() => import("./pages/Media").then((m) => m.MediaAsset));
+const ProjectVectors = lazyPage(() => import("./pages/Vectors").then((m) => m.ProjectVectors));
+const VectorCollection = lazyPage(() => import("./pages/Vectors").then((m) => m.VectorCollection));
+const ProjectAgents = lazyPage(() => import("./pages/Agents").then((m) => m.ProjectAgents));
+const AgentPage = lazyPage(() => import("./pages/Agents").then((m) => m.AgentPage));
+const AI = lazyPage(() => import("./pages/AI").then((m) => m.AI));
+const ProjectMail = lazyPage(() => import("./pages/Mail").then((m) => m.ProjectMail));
+const MailDomain = lazyPage(() => import("./pages/Mail").then((m) => m.MailDomain));
+const ProjectPools = lazyPage(() => import("./pages/Pools").then((m) => m.ProjectPools));
+const Pool = lazyPage(() => import("./pages/Pools").then((m) => m.Pool));
+const ProjectMemory = lazyPage(() => import("./pages/Storage").then((m) => m.ProjectMemory));
+const MemoryStore = lazyPage(() => import("./pages/Storage").then((m) => m.MemoryStore));
+const ProjectBuckets = lazyPage(() => import("./pages/Storage").then((m) => m.ProjectBuckets));
+const BucketPage = lazyPage(() => import("./pages/Storage").then((m) => m.BucketPage));
 
 type Route = { path: string; page: FunctionComponent; nav?: string };
 
@@ -38,6 +69,44 @@ const routes: Route[] = [
   { path: "/databases/:id", page: DatabaseConsole, nav: "/databases" },
   { path: "/members", page: Members, nav: "/members" },
   { path: "/keys", page: Keys, nav: "/keys" },
+  { path: "/account", page: Account, nav: "/account" },
+  { path: "/usage", page: Usage, nav: "/usage" },
+  { path: "/audit", page: Audit, nav: "/audit" },
+  { path: "/repos", page: Repos, nav: "/repos" },
+  { path: "/repos/:id", page: Repo, nav: "/repos" },
+  { path: "/repos/:id/files", page: RepoFiles, nav: "/repos" },
+  { path: "/projects/:id/payments", page: ProjectPayments, nav: "/" },
+  { path: "/security", page: Security, nav: "/security" },
+  { path: "/security/shield", page: Shield, nav: "/security" },
+  { path: "/security/cdn", page: CDN, nav: "/security" },
+  { path: "/projects/:id/media", page: ProjectMedia, nav: "/" },
+  { path: "/media/:id", page: MediaAsset, nav: "/" },
+  { path: "/projects/:id/vectors", page: ProjectVectors, nav: "/" },
+  { path: "/vectors/:id", page: VectorCollection, nav: "/" },
+  { path: "/projects/:id/agents", page: ProjectAgents, nav: "/" },
+  { path: "/agents/:id", page: AgentPage, nav: "/" },
+  { path: "/ai", page: AI, nav: "/ai" },
+  { path: "/projects/:id/mail", page: ProjectMail, nav: "/" },
+  { path: "/mail/domains/:id", page: MailDomain, nav: "/" },
+  { path: "/projects/:id/auth-pools", page: ProjectPools, nav: "/" },
+  { path: "/auth-pools/:id", page: Pool, nav: "/" },
+  { path: "/projects/:id/memory", page: ProjectMemory, nav: "/" },
+  { path: "/memory/:id", page: MemoryStore, nav: "/" },
+  { path: "/projects/:id/buckets", page: ProjectBuckets, nav: "/" },
+  { path: "/buckets/:id", page: BucketPage, nav: "/" },
+  // Addresses the attention list and the API's links name.
+  { path: "/settings/billing", page: redirect(() => "/usage"), nav: "/usage" },
+  { path: "/shield", page: redirect(() => "/security/shield"), nav: "/security" },
+  { path: "/vectors", page: pickProject("vectors", "Vector collections"), nav: "/" },
+  { path: "/media", page: pickProject("media", "Videos"), nav: "/" },
+  { path: "/payments", page: pickProject("payments", "Payments"), nav: "/" },
+  { path: "/auth-pools", page: pickProject("auth-pools", "Sign-in pools"), nav: "/" },
+  { path: "/projects/:id/payments/webhooks", page: redirect((p) => `/projects/${p.id}/payments`), nav: "/" },
+  { path: "/projects/:id/memory/:store", page: redirect((p) => `/memory/${p.store}`), nav: "/" },
+  { path: "/projects/:id/auth-pools/:pool", page: redirect((p) => `/auth-pools/${p.pool}`), nav: "/" },
+  { path: "/projects/:id/emails", page: redirect((p) => `/projects/${p.id}/mail`), nav: "/" },
+  { path: "/projects/:id/emails/domains", page: redirect((p) => `/projects/${p.id}/mail`), nav: "/" },
+  { path: "/projects/:id/domains", page: redirect((p) => `/projects/${p.id}/settings`), nav: "/" },
 ];
 
 function find(list: Route[], path: string): [Route, Params] | null {
@@ -126,9 +195,14 @@ export function App() {
 
 const sections: [string, string][] = [
   ["/", "Projects"],
+  ["/repos", "Repos"],
   ["/databases", "Databases"],
+  ["/ai", "AI"],
   ["/members", "Members"],
   ["/keys", "API keys"],
+  ["/usage", "Usage"],
+  ["/security", "Security"],
+  ["/audit", "Audit log"],
 ];
 
 function Shell(props: { current: string; session: Session; signOut: () => void }) {
@@ -141,7 +215,7 @@ function Shell(props: { current: string; session: Session; signOut: () => void }
       </div>
       <nav aria-label="Sections">
         <ul>
-          {sections.map(([href, text]) => (
+          {sections.filter(([href]) => href !== "/audit" || can(session.role, "GET", "/api/orgs/{id}/audit-logs")).map(([href, text]) => (
             <li key={href}>
               <a href={href} aria-current={props.current === href ? "page" : undefined}>
                 {text}
@@ -151,9 +225,9 @@ function Shell(props: { current: string; session: Session; signOut: () => void }
         </ul>
       </nav>
       <div class="who">
-        <span>
+        <a href="/account" aria-current={props.current === "/account" ? "page" : undefined}>
           {session.member.email} <span class="muted">({session.role})</span>
-        </span>
+        </a>
         <button type="button" class="secondary small" onClick={props.signOut}>
           Sign out
         </button>

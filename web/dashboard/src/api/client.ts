@@ -77,3 +77,12 @@ export function message(err: unknown): string {
   if (err instanceof Error) return `The API could not be reached: ${err.message}`;
   return String(err);
 }
+
+// query passes query parameters the OpenAPI document names only in a
+// route's summary (such as ?period= or ?cursor=): empty values are left
+// out.
+export function query(o: Record<string, string | number | boolean | undefined | null>): never {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(o)) if (v !== undefined && v !== null && v !== "") out[k] = String(v);
+  return out as never;
+}

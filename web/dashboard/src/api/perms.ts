@@ -29,3 +29,13 @@ export function can(role: string | undefined, method: Method, path: keyof Paths)
 
 // roles lists the role names, lowest first.
 export const roles: readonly string[] = table.roles;
+
+// canOp reports whether a member of role, signed in to the dashboard, may
+// do an operation the server checks inside a route (refunds and payouts:
+// the owner signed in).
+export function canOp(role: string | undefined, op: string): boolean {
+  const rule = ops[op];
+  if (!rule || rank(role) < 0) return false;
+  if (rule.ownerSession && role !== "owner") return false;
+  return rank(role) >= rank(rule.minRole);
+}

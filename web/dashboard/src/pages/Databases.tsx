@@ -5,22 +5,61 @@ import { useCan } from "../session";
 import { Badge, bytes, Curl, ErrorNote, Loading, Page, TextArea } from "../components/ui";
 import { useAction, useLoad } from "../components/load";
 
-// Databases: every project with its databases, to create one or open one.
+// Databases: every project with its databases, to open one or create one.
 export function Databases() {
-  const projects = useLoad(() => unwrap(api.GET("/api/projects")), []);
+  const all = useLoad(async () => {
+    const { projects } = await unwrap(api.GET("/api/projects"));
+    return Promise.all(
+      projects.map(async (p) => ({
+        project: p,
+        list: await unwrap(api.GET("/api/projects/{id}/databases", { params: { path: { id: p.id }, query: { limit: 200 } as never } })),
+      })),
+    );
+  }, []);
   return (
     <Page title="Databases">
-      <p>Databases belong to projects. Pick a project to create a database or open one.</p>
-      <ErrorNote error={projects.error} />
-      {!projects.data && !projects.error && <Loading what="projects" />}
-      {projects.data && projects.data.projects.length === 0 && <p class="muted">Create a project first.</p>}
-      <ul class="plain">
-        {projects.data?.projects.map((p) => (
-          <li key={p.id}>
-            <a href={`/projects/${p.id}/databases`}>{p.name}</a>
-          </li>
-        ))}
-      </ul>
+      <ErrorNote error={all.error} />
+      {!all.data && !all.error && <Loading what="databases" />}
+      {all.data && all.data.length === 0 && <p class="muted">Create a project first.</p>}
+      {all.data?.map(({ project, list }) => (
+        <section key={project.id} aria-labelledby={`dbs-${project.id}`}>
+          <h2 id={`dbs-${project.id}`}>
+            <a href={`/projects/${project.id}/databases`}>{project.name}</a>
+          </h2>
+          {list.databases.length === 0 ? (
+            <p class="muted">No databases.</p>
+          ) : (
+            <table>
+              <caption class="visually-hidden">Databases of {project.name}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">State</th>
+                  <th scope="col">Size</th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.databases.map((d) => (
+                  <tr key={d.id}>
+                    <td>
+                      <a href={`/databases/${d.id}`}>{d.name}</a>
+                    </td>
+                    <td>
+                      <Badge state={d.status} />
+                    </td>
+                    <td>{bytes(d.sizeBytes)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+          {list.nextCursor && (
+            <p>
+              <a href={`/projects/${project.id}/databases`}>More of {project.name}'s databases</a>
+            </p>
+          )}
+        </section>
+      ))}
     </Page>
   );
 }
@@ -112,9 +151,56 @@ export function DatabaseConsole() {
             <p class="note">Running SQL needs a developer or above (queries need full access, even SELECT).</p>
           )}
           {answer && <Results a={answer} />}
+          {can("POST", "/api/databases/{id}/export") && <Export id={id} />}
         </>
       )}
     </Page>
+  );
+}
+
+// Export: start an export, follow it every second, then download the .sql
+// file.
+function Export(props: { id: string }) {
+  const [state, setState] = useState<Schemas["ExportAnswer"]>();
+  const act = useAction(async () => {
+    setState(undefined);
+    const path = { id: props.id };
+    let a = await unwrap(api.POST("/api/databases/{id}/export", { params: { path }, body: {} }));
+    setState(a);
+    while (a.status === "active") {
+      await new Promise((r) => setTimeout(r, 1000));
+      a = await unwrap(api.POST("/api/databases/{id}/export", { params: { path }, body: { bookmark: a.bookmark } }));
+      setState(a);
+    }
+  });
+  return (
+    <section class="card" aria-labelledby="exp-h">
+      <h2 id="exp-h">Export</h2>
+      <p class="muted small">A complete .sql file of the database, made from a snapshot while queries go on.</p>
+      <button type="button" class="secondary" onClick={() => act.run()} disabled={act.busy}>
+        {act.busy ? "Exporting…" : "Export"}
+      </button>
+      <ErrorNote error={act.error} />
+      {state && (
+        <div role="status" class="small">
+          {state.status === "active" && (
+            <p>
+              <progress aria-label="Export under way" /> Exporting…
+            </p>
+          )}
+          {state.status === "complete" && (
+            <p>
+              Ready ({bytes(state.sizeBytes ?? 0)}):{" "}
+              <a href={state.download ?? `/api/databases/${props.id}/export?bookmark=${encodeURIComponent(state.bookmark)}`} download>
+                Download the .sql file
+              </a>
+            </p>
+          )}
+          {state.status === "failed" && <p class="error">The export failed: {state.error}</p>}
+        </div>
+      )}
+      <Curl method="POST" path={`/api/databases/${props.id}/export`} body={{}} />
+    </section>
   );
 }
 

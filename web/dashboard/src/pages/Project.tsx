@@ -3,14 +3,14 @@ import { useState } from "preact/hooks";
 import { api, ApiError, unwrap, type Schemas } from "../api/client";
 import { navigate, useLocation, useParams } from "../router";
 import { useCan, useSession } from "../session";
-import { Badge, Curl, duration, ErrorNote, Field, Loading, Page, When } from "../components/ui";
+import { Badge, bytes, Curl, duration, ErrorNote, Field, Loading, Page, When } from "../components/ui";
 import { useAction, useLoad } from "../components/load";
 
 type Detail = Schemas["Detail"];
 type Deployment = Schemas["Deployment"];
 
 // ProjectLayout loads the project and puts its tabs around a page.
-function ProjectLayout(props: { tab: string; children: (d: Detail, reload: () => Promise<void>) => ComponentChildren }) {
+export function ProjectLayout(props: { tab: string; children: (d: Detail, reload: () => Promise<void>) => ComponentChildren }) {
   const { id } = useParams() as { id: string };
   const detail = useLoad(() => unwrap(api.GET("/api/projects/{id}", { params: { path: { id } } })), [id]);
   const d = detail.data;
@@ -19,6 +19,14 @@ function ProjectLayout(props: { tab: string; children: (d: Detail, reload: () =>
     ["/deployments", "Deployments"],
     ["/variables", "Variables"],
     ["/databases", "Databases"],
+    ["/payments", "Payments"],
+    ["/media", "Media"],
+    ["/vectors", "Vectors"],
+    ["/agents", "Agents"],
+    ["/mail", "Mail"],
+    ["/auth-pools", "Sign-in pools"],
+    ["/memory", "Memory"],
+    ["/buckets", "Buckets"],
     ["/settings", "Settings"],
   ];
   const title = d ? `${d.project.name}${props.tab ? ` · ${tabs.find(([t]) => t === props.tab)?.[1]}` : ""}` : "Project";
@@ -105,7 +113,21 @@ function Serving(props: { d: Detail }) {
 function Services(props: { d: Detail }) {
   const entries = Object.entries(props.d.services).filter(([, n]) => n > 0);
   if (entries.length === 0) return <p class="muted">No services yet.</p>;
-  const links: Record<string, string> = { databases: `/projects/${props.d.project.id}/databases` };
+  const base = `/projects/${props.d.project.id}`;
+  const links: Record<string, string> = {
+    databases: `${base}/databases`,
+    vectors: `${base}/vectors`,
+    "vector collections": `${base}/vectors`,
+    media: `${base}/media`,
+    agents: `${base}/agents`,
+    buckets: `${base}/buckets`,
+    "storage buckets": `${base}/buckets`,
+    payments: `${base}/payments`,
+    memory: `${base}/memory`,
+    "memory stores": `${base}/memory`,
+    mail: `${base}/mail`,
+    "auth pools": `${base}/auth-pools`,
+  };
   return (
     <ul class="plain">
       {entries.map(([name, n]) => (
@@ -417,36 +439,69 @@ export function ProjectDatabases() {
 function ProjectDatabaseList(props: { d: Detail }) {
   const id = props.d.project.id;
   const can = useCan();
+  const loc = useLocation();
+  const cursor = loc.query.get("cursor") ?? "";
+  const list = useLoad(
+    () => unwrap(api.GET("/api/projects/{id}/databases", { params: { path: { id }, query: { limit: 50, ...(cursor ? { cursor } : {}) } as never } })),
+    [id, cursor],
+  );
   const [name, setName] = useState("");
-  const [open, setOpen] = useState("");
   const create = useAction(async () => {
     const { database } = await unwrap(api.POST("/api/projects/{id}/databases", { params: { path: { id } }, body: { name } }));
     navigate(`/databases/${database.id}`);
   });
-  const n = props.d.services["databases"] ?? 0;
+  const dbs = list.data?.databases ?? [];
   return (
     <section aria-labelledby="dbs-h">
       <h2 id="dbs-h">Databases</h2>
-      <p>
-        This project has {n} {n === 1 ? "database" : "databases"}. Each is its own SQLite file; open one by its id (it starts with{" "}
-        <code>db_</code> and was shown when it was created).
-      </p>
-      <form
-        class="row"
-        aria-label="Open a database"
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (open.trim()) navigate(`/databases/${encodeURIComponent(open.trim())}`);
-        }}
-      >
-        <Field label="Database id" name="database" value={open} onInput={(e) => setOpen(e.currentTarget.value)} class="mono" />
-        <button type="submit" class="secondary">
-          Open
-        </button>
-      </form>
+      <ErrorNote error={list.error} />
+      {!list.data && !list.error && <Loading what="databases" />}
+      {list.data && dbs.length === 0 && <p class="muted">No databases yet. Each is its own SQLite file.</p>}
+      {dbs.length > 0 && (
+        <table>
+          <caption class="visually-hidden">The project's databases, oldest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">State</th>
+              <th scope="col">Size</th>
+              <th scope="col">Made</th>
+            </tr>
+          </thead>
+          <tbody>
+            {dbs.map((db) => (
+              <tr key={db.id}>
+                <td>
+                  <a href={`/databases/${db.id}`}>{db.name}</a> <span class="muted small mono">{db.id}</span>
+                </td>
+                <td>
+                  <Badge state={db.status} />
+                </td>
+                <td>{bytes(db.sizeBytes)}</td>
+                <td>
+                  <When at={db.createdAt} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <nav class="pager" aria-label="Database pages">
+        {cursor && (
+          <button type="button" class="secondary" onClick={() => history.back()}>
+            ← Back
+          </button>
+        )}
+        {list.data?.nextCursor && (
+          <button type="button" class="secondary" onClick={() => navigate(`/projects/${id}/databases?cursor=${encodeURIComponent(list.data!.nextCursor!)}`)}>
+            Next →
+          </button>
+        )}
+      </nav>
+      <Curl what="List the databases" method="GET" path={`/api/projects/${id}/databases`} />
       {can("POST", "/api/projects/{id}/databases") && (
         <form
-          class="card"
+          class="card narrow"
           aria-labelledby="db-new-h"
           onSubmit={(e) => {
             e.preventDefault();
