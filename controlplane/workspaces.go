@@ -32,8 +32,8 @@ func (cp *ControlPlane) planCounts(ctx context.Context, workspace string) (map[s
 }
 
 // workspaceTeardown is what deleting a workspace needs: its projects,
-// deleted as DELETE /api/projects/{id} does; payments' blockers (earnings,
-// refunds, withdrawals, payable links) asked of every project first; and
+// deleted as DELETE /api/projects/{id} does; every area's blockers (a deploy
+// running, earnings, refunds, payable links) asked of every project first; and
 // the Balance, which must be empty and owe nothing.
 func (cp *ControlPlane) workspaceTeardown() accounts.Teardown {
 	return accounts.Teardown{
@@ -46,7 +46,7 @@ func (cp *ControlPlane) workspaceTeardown() accounts.Teardown {
 			return ids, err
 		},
 		ProjectBlockers: func(ctx context.Context, project string) ([]accounts.Blocker, error) {
-			bs, err := cp.payments.Blockers(ctx, project)
+			bs, err := cp.Projects.Blockers(ctx, project)
 			out := make([]accounts.Blocker, len(bs))
 			for i, b := range bs {
 				out[i] = accounts.Blocker{Kind: b.Kind, Message: b.Message, Action: b.Action}

@@ -29,13 +29,9 @@ func (s *Service) Delete(ctx context.Context, pr *auth.Principal, id string) err
 	if err != nil {
 		return err
 	}
-	var blockers []Blocker
-	for _, d := range s.dependents {
-		b, err := d.Blockers(ctx, id)
-		if err != nil {
-			return fmt.Errorf("projects: %s blockers: %w", d.Name(), err)
-		}
-		blockers = append(blockers, b...)
+	blockers, err := s.Blockers(ctx, id)
+	if err != nil {
+		return err
 	}
 	if len(blockers) > 0 {
 		return api.Conflict("deletion_blocked", "project %s cannot be deleted yet: %d thing(s) to settle first", p.Name, len(blockers)).
@@ -62,6 +58,21 @@ func (s *Service) Delete(ctx context.Context, pr *auth.Principal, id string) err
 	}
 	return s.store.DeleteProject(ctx, id, s.clock.Now(), audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: "project.delete",
 		Category: audit.CategoryProject, TargetType: "project", TargetID: id, ProjectID: id, Summary: fmt.Sprintf("deleted project %s (%s)", p.Name, p.Slug)})
+}
+
+// Blockers lists what stops project id being deleted now, from every
+// dependent area (as DELETE /api/projects/{id} answers them), so that
+// deleting a workspace can refuse before it removes any project.
+func (s *Service) Blockers(ctx context.Context, id string) ([]Blocker, error) {
+	var blockers []Blocker
+	for _, d := range s.dependents {
+		b, err := d.Blockers(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("projects: %s blockers: %w", d.Name(), err)
+		}
+		blockers = append(blockers, b...)
+	}
+	return blockers, nil
 }
 
 // RemoveError is a Dependent's Remove failure naming the resource it left
