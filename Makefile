@@ -10,7 +10,7 @@ GEO_DB    := $(DATA)/geo/country.mmdb
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME  ?= 60s
 
-.PHONY: run build test check lint vet fmt-check geodata dashboard testdeps fuzz bench clean
+.PHONY: run build test check lint vet fmt-check geodata dashboard testdeps fuzz bench bench-areas clean
 
 ## run: build, fetch the country database once, start `platform serve` on embedded defaults
 ## (a local development setup: app origins and webhooks on this machine are allowed, and
@@ -89,10 +89,16 @@ fuzz:
 	  done; \
 	done
 
-## bench: the edge against nginx, Varnish and Caddy under load, side by side (bench/README.md);
-## installs them and wrk from Debian when missing; about 22 minutes, QUICK=1 about 5
+## bench: the edge against nginx, Varnish and Caddy under load, side by side, then the areas
+## against their peers (bench/README.md); installs what is missing; QUICK=1 for a smoke run
 bench:
 	BENCH_COMMAND="make bench" GO="$(GO)" bash bench/run.sh
+	GO="$(GO)" PLATFORM_BIN=bin/platform bash bench/peers.sh
+
+## bench-areas: vector search, the AI gateway and databases against hnswlib/FAISS, Portkey and
+## D1 under miniflare (bench/peers.sh; ONLY=vectors,ai,databases)
+bench-areas:
+	GO="$(GO)" bash bench/peers.sh
 
 ## bench-go: the Go benchmarks beside the code
 .PHONY: bench-go

@@ -42,3 +42,31 @@ install_perf() {
 	"${sudo[@]}" apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends linux-perf >/dev/null
 }
+
+# install_area_peers installs what bench/peers.sh's areas compare with, only
+# when missing: from Debian, hnswlib and FAISS for Python (python3-hnswlib,
+# python3-faiss, python3-numpy) and Node.js; from npm, the packages of
+# bench/peers/package-lock.json (Portkey's gateway, miniflare) with `npm ci`
+# into bench/peers/node_modules (git-ignored). Idempotent.
+install_area_peers() {
+	local need=() sudo=()
+	[[ $(id -u) == 0 ]] || sudo=(sudo)
+	/usr/bin/python3 -c 'import hnswlib' 2>/dev/null || need+=(python3-hnswlib)
+	/usr/bin/python3 -c 'import faiss' 2>/dev/null || need+=(python3-faiss)
+	/usr/bin/python3 -c 'import numpy' 2>/dev/null || need+=(python3-numpy)
+	command -v node >/dev/null 2>&1 || need+=(nodejs)
+	command -v npm >/dev/null 2>&1 || need+=(npm)
+	command -v curl >/dev/null 2>&1 || need+=(curl)
+	command -v jq >/dev/null 2>&1 || need+=(jq)
+	command -v taskset >/dev/null 2>&1 || need+=(util-linux)
+	if ((${#need[@]} > 0)); then
+		log "installing from Debian: ${need[*]}"
+		"${sudo[@]}" apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+	fi
+	local peers=$1
+	if [[ ! -e $peers/node_modules/.package-lock.json || $peers/package-lock.json -nt $peers/node_modules/.package-lock.json ]]; then
+		log "installing from npm: $(jq -r '.dependencies | keys | join(", ")' "$peers/package.json") (npm ci in $peers)"
+		(cd "$peers" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+	fi
+}

@@ -59,6 +59,9 @@ type Meta struct {
 	Provider     string `json:"provider"`
 	Requested    string `json:"requested"`
 	FellBackFrom string `json:"fellBackFrom,omitempty"`
+	// upstream is how long the request waited on upstreams until the
+	// first piece (HeaderGatewayMs).
+	upstream time.Duration
 }
 
 // Sink receives a streamed answer. An error from it means the client is
@@ -85,6 +88,9 @@ type Answer struct {
 	LatencyMs    int64               `json:"latencyMs"`
 	FellBackFrom string              `json:"fellBackFrom,omitempty"`
 	ProjectID    string              `json:"projectId,omitempty"`
+	// upstream is how long the request waited on upstreams, every
+	// candidate tried (HeaderGatewayMs).
+	upstream time.Duration
 }
 
 const truncatedNote = "the answer stopped at max_tokens; ask again with a higher max_tokens (at most 8,192; 2,048 on edge models), or send the answer back as an assistant message and ask to continue"
@@ -311,6 +317,10 @@ type exchange struct {
 	plan    plans.Name
 	started time.Time
 	stream  bool
+	// upstream adds up the time spent waiting on upstreams: each
+	// candidate's call until its answer (plain) or its first piece
+	// (stream).
+	upstream time.Duration
 }
 
 // Chat answers one chat request: validation, the admin switches, the rate
@@ -459,11 +469,13 @@ func (s *Service) run(ctx context.Context, x *exchange, sink Sink) (*Answer, err
 			stream provider.Stream
 			err    error
 		)
+		called := time.Now()
 		if sink == nil {
 			resp, err = prov.Chat(cctx, req)
 		} else {
 			stream, err = prov.Stream(cctx, req)
 		}
+		x.upstream += time.Since(called)
 		if err != nil {
 			cancel()
 			if ctx.Err() != nil {
@@ -482,7 +494,9 @@ func (s *Service) run(ctx context.Context, x *exchange, sink Sink) (*Answer, err
 		}
 		// Nothing reaches the client before the stream's first piece: a
 		// stream that breaks before it may still fall back.
+		waited := time.Now()
 		first, ferr := stream.Next()
+		x.upstream += time.Since(waited)
 		if ferr != nil && ferr != io.EOF && ctx.Err() == nil {
 			stream.Close()
 			cancel()
@@ -536,7 +550,7 @@ func (s *Service) pump(ctx context.Context, x *exchange, m *Model, st provider.S
 		}
 	}
 	if err == nil || err == io.EOF {
-		meta := Meta{ID: x.id, Model: m.ID, Provider: m.Provider, Requested: x.rt.requested, FellBackFrom: x.fellBackFrom(m)}
+		meta := Meta{ID: x.id, Model: m.ID, Provider: m.Provider, Requested: x.rt.requested, FellBackFrom: x.fellBackFrom(m), upstream: x.upstream}
 		if serr := sink.Meta(meta); serr != nil {
 			return s.finishPartial(ctx, x, m, st, 0, StatusClientClosed, serr)
 		}
@@ -604,7 +618,7 @@ func (s *Service) finish(ctx context.Context, x *exchange, m *Model, r *provider
 	s.settle(ctx, x, cost)
 	ans := &Answer{ID: x.id, Output: r.Text, ToolCalls: r.ToolCalls, ModelUsed: m.ID, Provider: m.Provider, FinishReason: r.FinishReason,
 		TokensIn: tin, TokensOut: tout, Cost: USD(cost), CostMicros: cost, LatencyMs: time.Since(x.started).Milliseconds(),
-		FellBackFrom: x.fellBackFrom(m), ProjectID: x.in.Project}
+		FellBackFrom: x.fellBackFrom(m), ProjectID: x.in.Project, upstream: x.upstream}
 	if !complete {
 		return ans, nil
 	}

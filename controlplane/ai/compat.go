@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/svcplatform/platform/controlplane/ai/provider"
 	"github.com/svcplatform/platform/controlplane/api"
@@ -137,6 +138,7 @@ func (h Handlers) Completions(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h Handlers) completions(w http.ResponseWriter, r *http.Request) error {
+	arrived := time.Now()
 	var req CompletionRequest
 	if err := readBody(r, &req); err != nil {
 		return err
@@ -175,11 +177,12 @@ func (h Handlers) completions(w http.ResponseWriter, r *http.Request) error {
 			}
 			return err
 		}
+		setGatewayTime(w, arrived, ans.upstream)
 		api.WriteJSON(w, http.StatusOK, completion(ans, in.Model, created))
 		return nil
 	}
 	sink := &compatSink{w: w, rc: http.NewResponseController(w), created: created, buf: make([]byte, 0, 512),
-		usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
+		usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage, arrived: arrived}
 	ans, err := h.S.Chat(ctx, p, in, sink)
 	switch {
 	case !sink.started:
@@ -264,6 +267,8 @@ type compatSink struct {
 	usage   bool
 	started bool
 	lazy    bool
+	// arrived is when the handler got the request (HeaderGatewayMs).
+	arrived time.Time
 }
 
 var _ Sink = (*compatSink)(nil)
@@ -283,6 +288,7 @@ func (s *compatSink) flush()          { s.rc.Flush() }
 
 // Meta starts the stream with the assistant role.
 func (s *compatSink) Meta(m Meta) error {
+	setGatewayTime(s.w, s.arrived, m.upstream)
 	sseHeaders(s.w)
 	s.started = true
 	p := append([]byte(nil), `data: {"id":"chatcmpl-`...)

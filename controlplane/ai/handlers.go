@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/svcplatform/platform/controlplane/api"
 )
@@ -30,6 +31,7 @@ func (h Handlers) Playground(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h Handlers) chat(w http.ResponseWriter, r *http.Request, surface string) error {
+	arrived := time.Now()
 	var req ChatRequest
 	if err := decodeChat(r, &req); err != nil {
 		return err
@@ -47,10 +49,12 @@ func (h Handlers) chat(w http.ResponseWriter, r *http.Request, surface string) e
 			}
 			return err
 		}
+		setGatewayTime(w, arrived, ans.upstream)
 		writeAnswer(w, ans)
 		return nil
 	}
 	sink := newNativeSink(w)
+	sink.arrived = arrived
 	ans, err := h.S.Chat(ctx, p, in, sink)
 	switch {
 	case !sink.started:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/svcplatform/platform/controlplane/ai/provider"
 	"github.com/svcplatform/platform/controlplane/api"
@@ -27,6 +28,9 @@ type nativeSink struct {
 	buf     []byte
 	started bool
 	lazy    bool
+	// arrived is when the handler got the request (HeaderGatewayMs;
+	// zero: no header).
+	arrived time.Time
 }
 
 var _ Sink = (*nativeSink)(nil)
@@ -73,6 +77,7 @@ func (s *nativeSink) event(name string, v any) error {
 
 // Meta starts the stream once a model answers.
 func (s *nativeSink) Meta(m Meta) error {
+	setGatewayTime(s.w, s.arrived, m.upstream)
 	sseHeaders(s.w)
 	s.started = true
 	return s.event("meta", m)

