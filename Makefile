@@ -10,7 +10,7 @@ GEO_DB    := $(DATA)/geo/country.mmdb
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME  ?= 60s
 
-.PHONY: run build test check lint vet fmt-check geodata dashboard testdeps fuzz bench bench-areas clean
+.PHONY: run build test check lint vet fmt-check geodata dashboard sdk testdeps fuzz bench bench-areas clean
 
 ## run: build, fetch the country database once, start `platform serve` on embedded defaults
 ## (a local development setup: app origins and webhooks on this machine are allowed, and
@@ -44,9 +44,23 @@ $(DASH_OUT): $(DASH_GEN) $(shell find $(DASH)/src $(DASH)/public -type f ! -path
 		$(DASH)/index.html $(DASH)/vite.config.ts $(DASH)/tsconfig.json
 	cd $(DASH) && npm run --silent check && npm run --silent bundle
 
-## testdeps: npm packages tests load (hls.js for the media playback test), from their lockfiles
+## sdk: the TypeScript SDK (sdk/typescript/README.md): npm ci from the lockfile and its types
+## from the API's own OpenAPI document (when a Go file changed), as for the dashboard
+SDK      := sdk/typescript
+SDK_DEPS := $(SDK)/node_modules/.package-lock.json
+SDK_GEN  := $(SDK)/src/generated/schema.d.ts
+sdk: $(SDK_GEN)
+
+$(SDK_DEPS): $(SDK)/package-lock.json $(SDK)/package.json
+	cd $(SDK) && npm ci --no-audit --no-fund
+
+$(SDK_GEN): $(SDK_DEPS) $(shell find controlplane -name '*.go' ! -name '*_test.go' 2>/dev/null)
+	cd $(SDK) && GO="$(GO)" npm run --silent gen
+
+## testdeps: npm packages tests load (hls.js for the media playback test; the TypeScript SDK,
+## which `go test ./sdk/typescript` builds and runs against a control plane), from their lockfiles
 HLSJS := controlplane/media/testdata/hlsjs
-testdeps: $(HLSJS)/node_modules/.package-lock.json
+testdeps: $(HLSJS)/node_modules/.package-lock.json sdk
 $(HLSJS)/node_modules/.package-lock.json: $(HLSJS)/package-lock.json $(HLSJS)/package.json
 	cd $(HLSJS) && npm ci --no-audit --no-fund
 
@@ -106,4 +120,4 @@ bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean:
-	rm -rf bin controlplane/dashboard/site/dist $(DASH)/src/api/generated
+	rm -rf bin controlplane/dashboard/site/dist $(DASH)/src/api/generated $(SDK)/src/generated $(SDK)/dist

@@ -1,8 +1,8 @@
 // Package cli is the user commands of the platform binary, the ones
-// people deploy with: login, link, deploy, rollback, env, open and logout.
-// They drive the REST API through package client with the key stored by
-// login (or PLATFORM_API_URL and PLATFORM_API_KEY), and every refusal
-// says what to do next.
+// people deploy with: login, link, deploy, rollback, env, logs, db, open,
+// logout and completion. They drive the REST API through package client
+// with the key stored by login (or PLATFORM_API_URL and
+// PLATFORM_API_KEY), and every refusal says what to do next.
 package cli
 
 import (
@@ -65,8 +65,8 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"login", "[--api URL] [--key KEY]", "store the API address and key the other commands use",
-			"platform login --api https://api.example.com\n  PLATFORM_API_KEY=... platform login --api http://127.0.0.1:7070", runLogin},
+		{"login", "[--api URL] [--key KEY | --device | --approve CODE]", "store the API address and key the other commands use (--device: approve a code instead of typing a key)",
+			"platform login --api https://api.example.com\n  PLATFORM_API_KEY=... platform login --api http://127.0.0.1:7070\n  platform login --device --api https://api.example.com\n  platform login --approve BCDF-GHJK   # on a machine already logged in", runLogin},
 		{"link", "[--project NAME_OR_ID] [--create] [DIR]", "tie a folder to a project (.platform/project.json)",
 			"platform link --create            # a project and repo named after the folder\n  platform link --project blog", runLink},
 		{"deploy", "[DIR] [--project NAME_OR_ID] [--message TEXT] [--json]", "push a folder as a commit, deploy it, follow the log and print the address",
@@ -75,10 +75,16 @@ func init() {
 			"platform rollback\n  platform rollback 3", runRollback},
 		{"env", "ls|set|rm|pull [...] [--project NAME_OR_ID]", "list, set, remove or download (.env) the project's variables",
 			"platform env set DATABASE_URL postgres://...\n  platform env ls\n  platform env rm DATABASE_URL\n  platform env pull       # writes .env", runEnv},
+		{"logs", "[--follow] [--deployment ID] [--source LIST] [--since WHEN] [--project NAME_OR_ID] [--json]", "print the project's build, deploy, app and function log; --follow streams new lines",
+			"platform logs --follow\n  platform logs --source app --since 1h\n  platform logs --deployment dpl_123 --json | jq -r .line", runLogs},
+		{"db", "query SQL [PARAM...]|shell|export [--db NAME_OR_ID] [--project NAME_OR_ID] [--json] [-o FILE]", "query a project database, open a SQL shell on it, or export it as a .sql file",
+			"platform db query \"SELECT * FROM users WHERE id = ?\" 42\n  platform db shell --db main\n  platform db export -o backup.sql", runDB},
 		{"open", "[--print] [--project NAME_OR_ID]", "print the live address and open it in the browser",
 			"platform open --print", runOpen},
 		{"logout", "", "forget the stored key",
 			"platform logout", runLogout},
+		{"completion", "bash|zsh|fish", "print the shell completion script of the user commands",
+			"platform completion bash > ~/.local/share/bash-completion/completions/platform\n  source <(platform completion zsh)\n  platform completion fish | source", runCompletion},
 	}
 }
 

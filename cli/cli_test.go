@@ -350,7 +350,7 @@ func TestDeployRefusals(t *testing.T) {
 // TestHelp: every user command's --help has an example and exits 0; a
 // wrong command line exits 2 with the usage line.
 func TestHelp(t *testing.T) {
-	for _, name := range []string{"login", "link", "deploy", "rollback", "env", "open", "logout"} {
+	for _, name := range cli.Names() {
 		t.Run(name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			code := cli.Run(context.Background(), &cli.Env{Stdout: &out, Stderr: &errb}, []string{name, "--help"})
@@ -370,6 +370,14 @@ func TestHelp(t *testing.T) {
 		{[]string{"deploy", "--nope"}, "flag provided but not defined"},
 		{[]string{"rollback", "abc"}, "COMMIT is a commit number"},
 		{[]string{"env"}, "say what to do"},
+		{[]string{"logs", "--limit", "0"}, "--limit is from 1 to 1000"},
+		{[]string{"logs", "extra"}, "too many arguments: extra"},
+		{[]string{"db"}, "say what to do: query, shell or export"},
+		{[]string{"db", "drop"}, "not a db command"},
+		{[]string{"db", "query"}, "db query needs the SQL"},
+		{[]string{"db", "shell", "x"}, "too many arguments: x"},
+		{[]string{"completion"}, "name the shell"},
+		{[]string{"completion", "tcsh"}, "not a shell this completes"},
 		{[]string{"nope"}, "not a user command"},
 	}
 	for _, tt := range usage {

@@ -55,15 +55,38 @@ func OpenAPI(routes []api.Route) map[string]any {
 		for _, m := range pathParam.FindAllStringSubmatch(path, -1) {
 			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
 		}
+		for _, in := range []struct {
+			where string
+			ps    []api.Param
+		}{{"query", rt.Query}, {"header", rt.Headers}} {
+			for _, p := range in.ps {
+				typ := p.Type
+				if typ == "" {
+					typ = "string"
+				}
+				params = append(params, map[string]any{"name": p.Name, "in": in.where, "required": p.Required,
+					"description": p.Description, "schema": map[string]any{"type": typ}})
+			}
+		}
 		if len(params) > 0 {
 			op["parameters"] = params
 		}
-		if rt.Request != nil {
-			op["requestBody"] = map[string]any{"required": true, "content": jsonContent(schemaOf(reflect.TypeOf(rt.Request), schemas))}
+		if rt.Request != nil || len(rt.RequestBodies) > 0 {
+			content := map[string]any{}
+			if rt.Request != nil {
+				content = jsonContent(schemaOf(reflect.TypeOf(rt.Request), schemas))
+			}
+			addRaw(content, rt.RequestBodies)
+			op["requestBody"] = map[string]any{"required": true, "content": content}
 		}
 		ok := map[string]any{"description": "success"}
-		if rt.Response != nil {
-			ok["content"] = jsonContent(schemaOf(reflect.TypeOf(rt.Response), schemas))
+		if rt.Response != nil || len(rt.ResponseBodies) > 0 {
+			content := map[string]any{}
+			if rt.Response != nil {
+				content = jsonContent(schemaOf(reflect.TypeOf(rt.Response), schemas))
+			}
+			addRaw(content, rt.ResponseBodies)
+			ok["content"] = content
 		}
 		status := rt.Status
 		if status == 0 {
@@ -137,6 +160,18 @@ func operationID(rt api.Route) string {
 		id += strings.ToUpper(part[:1]) + part[1:]
 	}
 	return id
+}
+
+// addRaw adds bodies that are not JSON, by content type: bytes
+// (format binary), described.
+func addRaw(content map[string]any, bodies map[string]string) {
+	for ctype, desc := range bodies {
+		schema := map[string]any{"type": "string", "description": desc}
+		if !strings.HasPrefix(ctype, "text/") {
+			schema["format"] = "binary"
+		}
+		content[ctype] = map[string]any{"schema": schema}
+	}
 }
 
 func jsonContent(schema any) map[string]any {

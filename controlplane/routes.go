@@ -14,6 +14,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/certs"
 	"github.com/svcplatform/platform/controlplane/databases"
 	"github.com/svcplatform/platform/controlplane/deploys"
+	"github.com/svcplatform/platform/controlplane/devicelogin"
 	"github.com/svcplatform/platform/controlplane/domains"
 	"github.com/svcplatform/platform/controlplane/edgesync"
 	"github.com/svcplatform/platform/controlplane/mail"
@@ -35,6 +36,7 @@ import (
 func (cp *ControlPlane) routeTable() []api.Route {
 	areas := [][]api.Route{
 		accounts.Routes(accounts.Handlers{S: cp.Accounts, ProjectExists: cp.Projects.Exists}),
+		devicelogin.Routes(devicelogin.Handlers{S: cp.deviceLogin}),
 		projects.Routes(projects.Handlers{S: cp.Projects}),
 		databases.Routes(databases.Handlers{S: cp.databases}),
 		vectors.Routes(vectors.Handlers{S: cp.vectors}),

@@ -63,6 +63,11 @@ type RuntimeConfig struct {
 	FunctionMemoryBytes int64         `json:"functionMemoryBytes"`
 	// Supervise overrides the supervisor's other timings (tests).
 	Supervise supervise.Config `json:"supervise"`
+	// APIURL is the platform's API as the platform itself reaches it
+	// (http://127.0.0.1:7070): apps and worker programs reach it at
+	// PLATFORM_API_URL (under bwrap http://127.0.0.1:7070 inside their own
+	// network namespace, forwarded here, /api/ only); "" gives them none.
+	APIURL string `json:"apiUrl"`
 	// ReapEvery is how often idle apps and drained deployments are
 	// stopped (the supervisor's ReapInterval, 5 s, when 0; negative: never,
 	// for tests that reap explicitly).
@@ -121,6 +126,7 @@ func (cp *ControlPlane) newRuntime(ctx context.Context, rc RuntimeConfig, dataDi
 	if err != nil {
 		return nil, nil, err
 	}
+	eng.SetAPI(rc.APIURL)
 	cp.onClose(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

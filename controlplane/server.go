@@ -42,6 +42,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/dashboard"
 	"github.com/svcplatform/platform/controlplane/databases"
 	"github.com/svcplatform/platform/controlplane/deploys"
+	"github.com/svcplatform/platform/controlplane/devicelogin"
 	"github.com/svcplatform/platform/controlplane/domains"
 	"github.com/svcplatform/platform/controlplane/edgesync"
 	"github.com/svcplatform/platform/controlplane/jobs"
@@ -294,6 +295,8 @@ type ControlPlane struct {
 	signin    *signin.Service
 	memory    *memory.Service
 	buckets   *buckets.Service
+	// deviceLogin signs command lines in with a code a member approves.
+	deviceLogin *devicelogin.Service
 
 	handler http.Handler
 	routes  []api.Route
@@ -440,6 +443,10 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		return nil, err
 	}
 	cp.Projects.SetKeyRevoker(cp.Accounts)
+	if cp.deviceLogin, err = devicelogin.New(devicelogin.Config{}, devicelogin.Deps{DB: cp.DB, Sealer: cp.Sealer, Keys: cp.Accounts,
+		ProjectExists: cp.Projects.Exists, Clock: clk, Logger: log}); err != nil {
+		return nil, err
+	}
 	if err := cfg.Bootstrap.Validate(); err != nil {
 		return nil, err
 	}
@@ -487,7 +494,8 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	}
 	if cp.deploys, err = deploys.New(ctx, deploys.Config{ProbeEvery: cfg.OriginProbeEvery, AllowPrivateNetworks: cfg.AllowPrivateNetworks,
 		OwnAddrs: cfg.OwnAddrs}, deploys.Deps{Runtime: rt, DB: cp.DB, Blobs: cp.blobs, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
-		Sealer: cp.Sealer, Logger: log, Projects: cp.Projects, Repos: cp.repos, Settings: hostingSettings{cp}, Pub: cp.edgeSync}); err != nil {
+		Sealer: cp.Sealer, Logger: log, Projects: cp.Projects, Repos: cp.repos, Settings: hostingSettings{cp}, Pub: cp.edgeSync,
+		Keys: cp.Accounts}); err != nil {
 		return nil, err
 	}
 	cp.onRun("deploys", cp.deploys.Run)

@@ -564,7 +564,7 @@ func runtimeConfig(o options) (controlplane.RuntimeConfig, error) {
 			return controlplane.RuntimeConfig{}, fmt.Errorf("%s %q: want auto, on or off", m.flag, m.v)
 		}
 	}
-	return controlplane.RuntimeConfig{Sandbox: o.appSandbox, Dir: o.runtimeDir, IdleTimeout: idle, CPUMillis: cpu, MemoryBytes: mem,
+	return controlplane.RuntimeConfig{Sandbox: o.appSandbox, Dir: o.runtimeDir, APIURL: "http://" + browserAddr(o.apiAddr), IdleTimeout: idle, CPUMillis: cpu, MemoryBytes: mem,
 		Cgroups: o.appCgroups, Outbound: o.appOutbound, AllowPrivateNetworks: o.allowPrivate}, nil
 }
 

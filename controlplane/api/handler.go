@@ -96,12 +96,30 @@ type Route struct {
 	// Request and Response are example values of the bodies, for the
 	// OpenAPI document.
 	Request, Response any
-	Handler           HandlerFunc
+	// Query and Headers document the query parameters and request
+	// headers the handler reads, for the OpenAPI document.
+	Query, Headers []Param
+	// RequestBodies documents request bodies other than Request's JSON,
+	// by content type (e.g. "application/gzip": "a tar.gz of the files");
+	// ResponseBodies documents answers other than Response's JSON with
+	// the success status (e.g. "text/event-stream").
+	RequestBodies, ResponseBodies map[string]string
+	Handler                       HandlerFunc
 	// Errors, when set, writes every error of the route in the route's own
 	// shape, the refusals of authentication and of the permission table
 	// included (the AI gateway's chat-completions-compatible surface);
 	// WriteError's shape otherwise.
 	Errors func(w http.ResponseWriter, r *http.Request, err error)
+}
+
+// Param is a query parameter or request header of a route, for the
+// OpenAPI document.
+type Param struct {
+	Name string
+	// Type is the JSON schema type: string (when empty), integer, boolean.
+	Type        string
+	Description string
+	Required    bool
 }
 
 // Observer is told of every answered request: the route's pattern (never

@@ -55,6 +55,9 @@ type Manifest struct {
 	// Module is the repo path of a function's WASI module (a .wasm file
 	// of the commit) the platform runs.
 	Module string `json:"module,omitempty"`
+	// Build is the build step run before the deployment (see BuildSpec);
+	// absent, the platform detects one (DetectBuild).
+	Build *BuildSpec `json:"build,omitempty"`
 }
 
 // Manifest limits.
@@ -71,7 +74,7 @@ const (
 // with no public address.
 const KindWorker = "worker"
 
-const manifestShape = `{"kind": "static"|"app"|"worker"|"function", "root": ..., "run": [...], "health": ..., "module": ..., "origin": ...}`
+const manifestShape = `{"kind": "static"|"app"|"worker"|"function", "root": ..., "run": [...], "health": ..., "module": ..., "origin": ..., "build": {"install": ..., "command": ..., "output": ...}}`
 
 // ParseManifest reads and validates a manifest; errors name the problem.
 func ParseManifest(data []byte) (Manifest, error) {
@@ -99,6 +102,9 @@ func (m *Manifest) Managed() bool { return len(m.Run) > 0 || m.Module != "" }
 func (m *Manifest) Validate() error {
 	if m.Kind == "" {
 		m.Kind = snapshot.KindStatic
+	}
+	if err := m.validateBuild(); err != nil {
+		return err
 	}
 	only := func(field string, set bool, kinds string) error {
 		if set {

@@ -149,6 +149,14 @@ func TestManifestRuntime(t *testing.T) {
 		{"static run", `{"run":["./s"]}`, "run applies to apps and worker programs only"},
 		{"static module", `{"module":"f.wasm"}`, "module applies to functions only"},
 		{"worker root", `{"kind":"worker","run":["./w"],"root":"public"}`, "root applies to static sites only"},
+		{"static build", `{"build":{"install":"npm ci","command":"npm run build","output":"dist"}}`, ""},
+		{"app build", `{"kind":"app","run":["./server"],"build":{"command":"go build -o server ."}}`, ""},
+		{"build off", `{"build":{}}`, ""},
+		{"build private output", `{"build":{"command":"make","output":".git"}}`, "is private"},
+		{"build command too long", `{"build":{"command":"` + strings.Repeat("x", MaxBuildCommandBytes+1) + `"}}`, "at most 4096"},
+		{"build NUL", `{"build":{"install":"a\u0000b"}}`, "not valid text"},
+		{"build with origin", `{"kind":"app","origin":"http://127.0.0.1:1","build":{"command":"make"}}`, "not to an origin"},
+		{"build output with root", `{"root":"public","build":{"command":"make","output":"dist"}}`, "not root"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := ParseManifest([]byte(tc.json))
@@ -204,6 +212,72 @@ func FuzzParseManifest(f *testing.F) {
 		}
 		if p, ok := m.Program(); ok && (strings.HasPrefix(p, "../") || p == "..") {
 			t.Fatalf("program %q escapes", p)
+		}
+	})
+}
+
+func TestDetectBuild(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		manifest string
+		files    map[string]string
+		want     string // install|command|output|framework, "" for no build
+		err      string
+	}{
+		{"nothing", `{}`, map[string]string{"index.html": "x"}, "", ""},
+		{"vite", `{}`, map[string]string{"package.json": `{"scripts":{"build":"vite build"},"devDependencies":{"vite":"5"}}`, "package-lock.json": "{}"},
+			"npm ci|npm run build|dist|Vite", ""},
+		{"astro without lock", `{}`, map[string]string{"package.json": `{"scripts":{"build":"astro build"},"dependencies":{"astro":"4"}}`},
+			"npm install|npm run build|dist|Astro", ""},
+		{"next export", `{}`, map[string]string{"package.json": `{"scripts":{"build":"next build"},"dependencies":{"next":"14","react":"18"}}`},
+			"npm install|npm run build|out|Next.js (static export)", ""},
+		{"node only", `{}`, map[string]string{"package.json": `{"scripts":{"build":"node build.js"}}`}, "|npm run build||npm", ""},
+		{"root is the output", `{"root":"public"}`, map[string]string{"package.json": `{"scripts":{"build":"node b.js"}}`}, "|npm run build|public|npm", ""},
+		{"static without build script", `{}`, map[string]string{"package.json": `{"dependencies":{"left-pad":"1"}}`}, "", ""},
+		{"app installs", `{"kind":"app","run":["node","s.js"]}`, map[string]string{"package.json": `{"dependencies":{"express":"4"}}`}, "npm install|||npm", ""},
+		{"app installed already", `{"kind":"app","run":["node","s.js"]}`, map[string]string{"package.json": `{"dependencies":{"express":"4"}}`,
+			"node_modules/.package-lock.json": "{}"}, "", ""},
+		{"hugo", `{}`, map[string]string{"hugo.toml": "baseURL = '/'"}, "|hugo --minify|public|Hugo", ""},
+		{"explicit build wins", `{"build":{"command":"make"}}`, map[string]string{"package.json": `{"scripts":{"build":"x"}}`}, "", ""},
+		{"function", `{"kind":"function","module":"f.wasm"}`, map[string]string{"package.json": `{"scripts":{"build":"x"}}`}, "", ""},
+		{"bad package.json", `{}`, map[string]string{"package.json": `{`}, "", "not valid JSON"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := ParseManifest([]byte(tc.manifest))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := DetectBuild(m, func(p string) ([]byte, bool) {
+				c, ok := tc.files[p]
+				return []byte(c), ok
+			})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if b != nil {
+				got = strings.Join([]string{b.Install, b.Command, b.Output, b.Framework}, "|")
+			}
+			if got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzDetectBuild(f *testing.F) {
+	f.Add(`{"scripts":{"build":"vite build"},"devDependencies":{"vite":"5"}}`)
+	f.Add(`{"dependencies":{"next":"1"},"scripts":{"build":""}}`)
+	f.Fuzz(func(t *testing.T, pkg string) {
+		b, err := DetectBuild(Manifest{Kind: "static"}, func(p string) ([]byte, bool) { return []byte(pkg), p == "package.json" })
+		if err == nil && b != nil && !b.Steps() {
+			t.Fatalf("a build without steps for %q", pkg)
 		}
 	})
 }

@@ -100,7 +100,10 @@ func TestManifestRefusals(t *testing.T) {
 	s := newSite(t, env, "M")
 	tests := []struct{ name, manifest, want string }{
 		{"not JSON", `{`, "not a valid manifest"},
-		{"unknown field", `{"kind":"static","build":"npm"}`, "unknown field"},
+		{"unknown field", `{"kind":"static","built":"npm"}`, "unknown field"},
+		{"build not an object", `{"kind":"static","build":"npm"}`, "not a valid manifest"},
+		{"build output escapes", `{"build":{"command":"make","output":"../x"}}`, "build.output"},
+		{"build output for an app", `{"kind":"app","run":["node","s.js"],"build":{"command":"make","output":"dist"}}`, "build.output applies to static sites only"},
 		{"unknown kind", `{"kind":"lambda"}`, "not static, app, worker or function"},
 		{"app without origin", `{"kind":"app"}`, "needs run"},
 		{"origin not http", `{"kind":"function","origin":"ftp://x"}`, "http or https"},
@@ -128,6 +131,7 @@ func TestDeployRefusals(t *testing.T) {
 	env := newCP(t)
 	s := newSite(t, env, "R")
 	other := newSite(t, env, "Other")
+	withBuild := s.push(t, map[string]string{"index.html": "x", "platform.json": `{"build":{"command":"npm run build"}}`})
 	c := s.push(t, map[string]string{"index.html": "x"})
 	projectKey := env.NewKey("full", s.project)
 	viewer := env.Member("viewer@example.com", "viewer")
@@ -147,6 +151,7 @@ func TestDeployRefusals(t *testing.T) {
 		{"repo without commits", env.Owner, other.repo, map[string]any{"projectId": s.project}, 404, "no_commits"},
 		{"project key", projectKey, s.repo, map[string]any{"projectId": s.project}, 403, "workspace_key_required"},
 		{"viewer", viewer, s.repo, map[string]any{"projectId": s.project}, 403, "insufficient_role"},
+		{"build without a runtime", env.Owner, s.repo, map[string]any{"projectId": s.project, "commit": withBuild}, 503, "runtime_unavailable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,6 +19,21 @@ func Routes(h Handlers) []api.Route {
 		{Method: G, Path: "/api/projects/{id}/deployments", Op: auth.OpProjectRead, ProjectParam: "id", Handler: h.List,
 			Summary: "A project's deployments, newest first", Response: ProjectDeployments{}},
 		{Method: G, Path: "/api/deployments/{id}", Op: auth.OpProjectRead, Handler: h.Get,
-			Summary: "A deployment with its deploy log and files", Response: Detail{}},
+			Summary: "A deployment with its deploy log and files (output: developers and above)", Response: Detail{}},
+		// Logs may hold what programs print of their variables: read like
+		// the variables (developers and above, full-access keys).
+		{Method: G, Path: "/api/projects/{id}/logs", Op: auth.OpEnvRead, ProjectParam: "id", Handler: h.Logs,
+			Summary: "A project's build, deploy, app and function log lines (filters: deployment, source, stream, since, after, before, limit); follow=1 streams them as server-sent events", Response: ProjectLogs{},
+			Query: []api.Param{
+				{Name: "deployment", Description: "one deployment's lines (dpl_...)"},
+				{Name: "source", Description: "comma-separated: build, deploy, app, function"},
+				{Name: "stream", Description: "stdout, stderr or platform"},
+				{Name: "since", Description: "an RFC 3339 time, or a duration before now (15m, 2h)"},
+				{Name: "after", Type: "integer", Description: "lines after this line id, oldest first"},
+				{Name: "before", Type: "integer", Description: "the newest lines before this line id"},
+				{Name: "limit", Type: "integer", Description: "1..1000 (default 100)"},
+				{Name: "follow", Description: "1: answer text/event-stream, the kept lines then each new one"}},
+			Headers:        []api.Param{{Name: "Last-Event-ID", Type: "integer", Description: "follow=1: resume after this line id"}},
+			ResponseBodies: map[string]string{"text/event-stream": "follow=1: events `line` (id: the line id, data: a line as JSON), `end` when the project is deleted, a comment every 15 s"}},
 	}
 }

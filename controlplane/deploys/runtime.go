@@ -13,6 +13,7 @@ import (
 
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
+	"github.com/svcplatform/platform/controlplane/repos"
 	"github.com/svcplatform/platform/runtime/engine"
 	"github.com/svcplatform/platform/runtime/supervise"
 )
@@ -97,13 +98,17 @@ func (sp runSpec) manifest() Manifest {
 
 // checkRunnable refuses, at the deploy request, a manifest the platform
 // must run when it has no runtime, or whose program or module is not a
-// file of the commit.
-func (s *Service) checkRunnable(m Manifest, files []fileRef) error {
+// file of the commit (unless built: the build may make it, and the check
+// runs again on the build's output).
+func (s *Service) checkRunnable(m Manifest, files []fileRef, built bool) error {
 	if !m.Managed() {
 		return nil
 	}
 	if s.runtime() == nil {
 		return ErrRuntimeUnavailable
+	}
+	if built {
+		return nil
 	}
 	has := func(p string) bool {
 		for _, f := range files {
@@ -124,6 +129,14 @@ func (s *Service) checkRunnable(m Manifest, files []fileRef) error {
 
 // fileRef is a file of a source by path and blob.
 type fileRef struct{ path, sha string }
+
+func refsOf(files []repos.File) []fileRef {
+	refs := make([]fileRef, 0, len(files))
+	for _, f := range files {
+		refs = append(refs, fileRef{f.Path, f.SHA256})
+	}
+	return refs
+}
 
 // runtimeFiles are the files a deployment the platform runs keeps: every
 // file of the commit with content (environment files are never stored),
@@ -200,6 +213,16 @@ func (s *Service) activate(ctx context.Context, b builder, d *Deployment, m Mani
 		b.logf("function: module compiled and loaded; each request runs it in a fresh instance")
 	default:
 		s.noteRun(d.ID, d.workspaceID)
+		var secret string
+		if restore {
+			secret, err = s.storedKey(ctx, d.ID)
+		} else {
+			secret, err = s.mintKey(ctx, b, d)
+		}
+		if err != nil {
+			return "", err
+		}
+		env = withKey(env, secret)
 		a := engine.App{ID: d.ID, Project: d.ProjectID, Worker: m.Kind == KindWorker, Run: m.Run, Health: m.Health, Env: env,
 			Files: s.engineFiles(m, files)}
 		what := kindName(m.Kind)
@@ -275,10 +298,12 @@ func (s *Service) Resume(ctx context.Context) error {
 	}
 	type update struct{ id, origin, line string }
 	var ups []update
+	var projectOf []string
 	for _, d := range ds {
 		if !d.managed {
 			continue
 		}
+		projectOf = append(projectOf, d.ProjectID)
 		origin, err := s.resumeOne(ctx, d)
 		line := "restored after a restart of the platform"
 		if err != nil {
@@ -291,7 +316,7 @@ func (s *Service) Resume(ctx context.Context) error {
 		return nil
 	}
 	now := s.cfg.Clock.Now()
-	return s.cfg.Pub.Change(ctx, func(tx *sql.Tx) error {
+	err = s.cfg.Pub.Change(ctx, func(tx *sql.Tx) error {
 		for _, u := range ups {
 			if _, err := tx.ExecContext(ctx, `UPDATE deployments SET origin = ? WHERE id = ?`, u.origin, u.id); err != nil {
 				return fmt.Errorf("deploys: resume: %w", err)
@@ -302,6 +327,13 @@ func (s *Service) Resume(ctx context.Context) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	for i, u := range ups {
+		s.logDeploy(projectOf[i], u.id, now, u.line)
+	}
+	return nil
 }
 
 func (s *Service) resumeOne(ctx context.Context, d Deployment) (string, error) {
@@ -368,5 +400,36 @@ func (s *Service) SetRuntime(ctx context.Context, rt Runtime) error {
 	s.mu.Lock()
 	s.rt = rt
 	s.mu.Unlock()
+	s.sinkRuntime(rt)
 	return s.Resume(ctx)
+}
+
+// SetKeys installs what mints the deployments' keys after New (an
+// assembly that builds it later, tests); deployments started before run
+// without one.
+func (s *Service) SetKeys(k Keys) {
+	s.mu.Lock()
+	s.cfg.Keys = k
+	s.mu.Unlock()
+}
+
+// outputSink is a runtime that hands over its output lines as they come
+// (engine.Engine).
+type outputSink interface {
+	SetSink(engine.Sink)
+}
+
+// sinkRuntime sends the runtime's output into the project logs.
+func (s *Service) sinkRuntime(rt Runtime) {
+	os, ok := rt.(outputSink)
+	if !ok {
+		return
+	}
+	os.SetSink(func(deployment, project, kind string, l supervise.LogLine) {
+		src := SourceApp
+		if kind == "function" {
+			src = SourceFunction
+		}
+		s.logs.add(project, ProjectLogLine{At: l.Time, DeploymentID: deployment, Source: src, Stream: l.Stream, Line: l.Text})
+	})
 }

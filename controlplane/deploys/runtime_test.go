@@ -270,6 +270,13 @@ func TestAppLifecycle(t *testing.T) {
 		t.Fatalf("edge entry: %+v", o)
 	}
 	origin1 := o.Origin
+	t.Run("project log", func(t *testing.T) {
+		var out logsAnswer
+		env.Owner.Must(200, "GET", "/api/projects/"+s.project+"/logs?source=app&stream=stdout", nil).JSON(t, &out)
+		if !strings.Contains(logsText(out.Lines), "app stdout: listening on") || out.Lines[0].DeploymentID != d1.Deployment.ID {
+			t.Fatalf("project log of the app:\n%s", logsText(out.Lines))
+		}
+	})
 	t.Run("environment", func(t *testing.T) {
 		mustGet(t, origin1+"/env?k=SERVICE_PROJECT_ID", s.project)
 		mustGet(t, origin1+"/env?k=GREETING", "hello")

@@ -93,6 +93,30 @@ type Config struct {
 	// (DefaultRunMeterEvery when 0; negative: only at FlushRunTime calls).
 	// The last flush happens at Close.
 	RunMeterEvery time.Duration `json:"runMeterEvery"`
+	// LogBytes bounds each project's kept log lines (DefaultLogBytes
+	// when 0): build, deploy, app and function output together.
+	LogBytes int `json:"logBytes"`
+	// LogRetention is how long a project log line is kept
+	// (DefaultLogRetention when 0).
+	LogRetention time.Duration `json:"logRetention"`
+	// BuildTimeout bounds a build's steps together (DefaultBuildTimeout
+	// when 0).
+	BuildTimeout time.Duration `json:"buildTimeout"`
+	// BuildLogBytes bounds the build output logged (engine's
+	// DefaultBuildLogBytes when 0); past it the build goes on unlogged.
+	BuildLogBytes int `json:"buildLogBytes"`
+	// BuildMaxFiles and BuildMaxBytes bound a build's output
+	// (DefaultBuildMaxFiles, DefaultBuildMaxBytes when 0).
+	BuildMaxFiles int   `json:"buildMaxFiles"`
+	BuildMaxBytes int64 `json:"buildMaxBytes"`
+	// DeployKeyTTL is the backstop expiry of the key each app and worker
+	// program deployment gets (DefaultDeployKeyTTL when 0); it is revoked
+	// when the deployment is replaced.
+	DeployKeyTTL time.Duration `json:"deployKeyTTL"`
+	// BuildOffline keeps builds off the network even when the sandbox
+	// gives programs outbound network (install steps then need the
+	// dependencies in the commit or the project's build cache).
+	BuildOffline bool `json:"buildOffline"`
 }
 
 // Deps are what the area is built on.
@@ -117,6 +141,9 @@ type Deps struct {
 	// has run or module (engine.Engine); nil refuses them with 503
 	// runtime_unavailable. New resumes the serving ones (see Resume).
 	Runtime Runtime
+	// Keys mints the key each app and worker program deployment gets as
+	// PLATFORM_TOKEN (accounts.Service); nil gives none.
+	Keys Keys
 }
 
 // check names what is missing.
@@ -162,6 +189,8 @@ type Service struct {
 
 	meter   runMeter // under mu, but for agg (under meterMu)
 	meterMu sync.Mutex
+
+	logs *logHub
 }
 
 // settings are the service's Config and Deps together.
@@ -188,6 +217,24 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	if cfg.RunMeterEvery == 0 {
 		cfg.RunMeterEvery = DefaultRunMeterEvery
 	}
+	if cfg.LogBytes <= 0 {
+		cfg.LogBytes = DefaultLogBytes
+	}
+	if cfg.LogRetention <= 0 {
+		cfg.LogRetention = DefaultLogRetention
+	}
+	if cfg.BuildTimeout <= 0 {
+		cfg.BuildTimeout = DefaultBuildTimeout
+	}
+	if cfg.DeployKeyTTL <= 0 {
+		cfg.DeployKeyTTL = DefaultDeployKeyTTL
+	}
+	if cfg.BuildMaxFiles <= 0 {
+		cfg.BuildMaxFiles = DefaultBuildMaxFiles
+	}
+	if cfg.BuildMaxBytes <= 0 {
+		cfg.BuildMaxBytes = DefaultBuildMaxBytes
+	}
 	if d.Clock == nil {
 		d.Clock = clock.System{}
 	}
@@ -203,6 +250,9 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 		s.meter.agg = metering.NewAggregator(br, d.Clock)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.logs = newLogHub(cfg.LogBytes, cfg.LogRetention, d.Clock.Now)
+	s.logs.hydrate = s.hydrateFromStore
+	s.sinkRuntime(d.Runtime)
 	if err := s.failInterrupted(ctx); err != nil {
 		return nil, err
 	}
@@ -297,6 +347,8 @@ type source struct {
 	manifest Manifest
 	files    []repos.File // repo files (repo) or kept files (redeploy)
 	types    map[string]string
+	// build runs before the files are taken (repo sources only).
+	build *BuildSpec
 }
 
 // Deploy starts deploying a commit of a repo to a project and answers at
@@ -321,12 +373,16 @@ func (s *Service) Deploy(ctx context.Context, pr *auth.Principal, repoID string,
 	if err == nil {
 		err = m.CheckOrigin(s.cfg.AllowPrivateNetworks)
 	}
+	var spec *BuildSpec
+	if err == nil {
+		spec, err = s.planBuild(m, snap.Files)
+	}
 	if err == nil {
 		refs := make([]fileRef, 0, len(snap.Files))
 		for _, f := range snap.Files {
 			refs = append(refs, fileRef{f.Path, f.SHA256})
 		}
-		err = s.checkRunnable(m, refs)
+		err = s.checkRunnable(m, refs, spec.Steps())
 	}
 	var ae *api.Error
 	if errors.As(err, &ae) {
@@ -335,7 +391,7 @@ func (s *Service) Deploy(ctx context.Context, pr *auth.Principal, repoID string,
 	if err != nil {
 		return Deployment{}, api.E(api.KindInvalid, "invalid_manifest", "commit %d: %v", snap.Commit, err)
 	}
-	src := source{kind: "repo", repoID: repoID, repoName: snap.Repo.Name, commit: snap.Commit, manifest: m, files: snap.Files}
+	src := source{kind: "repo", repoID: repoID, repoName: snap.Repo.Name, commit: snap.Commit, manifest: m, files: snap.Files, build: spec}
 	return s.start(ctx, pr, p, src)
 }
 
@@ -364,9 +420,11 @@ func (s *Service) start(ctx context.Context, pr *auth.Principal, p projects.Proj
 	d := Deployment{ID: store.NewID("dpl"), ProjectID: p.ID, RepoID: src.repoID, RepoName: src.repoName, Commit: src.commit,
 		Source: src.kind, Kind: src.manifest.Kind, Origin: src.manifest.Origin, Root: src.manifest.Root, State: StateDeploying,
 		CDN: cdn.Default().Edge(), EnvKeys: []string{}, Actor: pr.Label(), CreatedAt: now, workspaceID: pr.WorkspaceID,
-		Run: src.manifest.Run, Health: src.manifest.Health, Module: src.manifest.Module, managed: src.manifest.Managed(), spec: specOf(src.manifest)}
+		Run: src.manifest.Run, Health: src.manifest.Health, Module: src.manifest.Module, managed: src.manifest.Managed(), spec: specOf(src.manifest),
+		memberID: pr.MemberID, starterKey: pr.KeyID}
 	kindCol, rootCol := storedColumns(src.manifest)
 	var replaced *Deployment
+	var startLine string
 	err := s.cfg.DB.Tx(ctx, func(tx *sql.Tx) error {
 		var running string
 		err := tx.QueryRowContext(ctx, `SELECT id FROM deployments WHERE project_id = ? AND state = ?`, p.ID, stateDeploying).Scan(&running)
@@ -397,6 +455,7 @@ func (s *Service) start(ctx context.Context, pr *auth.Principal, p projects.Proj
 		if err := appendLog(ctx, tx, d.ID, now, line); err != nil {
 			return err
 		}
+		startLine = line
 		action := "deploy.start"
 		if d.Rollback {
 			action = "deploy.rollback"
@@ -407,6 +466,7 @@ func (s *Service) start(ctx context.Context, pr *auth.Principal, p projects.Proj
 	if err != nil {
 		return Deployment{}, err
 	}
+	s.logDeploy(p.ID, d.ID, now, startLine)
 	s.cfg.Meter.Record(ctx, metering.Event{Workspace: pr.WorkspaceID, Project: p.ID, Metric: metering.Deploys, Quantity: 1})
 	s.wg.Add(1)
 	s.builds.Add(1)
@@ -446,6 +506,7 @@ func (b builder) logf(format string, args ...any) {
 	if err != nil {
 		b.s.cfg.Logger.Warn("deploy log", "deployment", b.d.ID, "err", err)
 	}
+	b.s.logDeploy(b.d.ProjectID, b.d.ID, now, line)
 }
 
 // build runs in the background: it turns the source into the deployment's
@@ -477,6 +538,7 @@ func (s *Service) build(d Deployment, p projects.Project, src source) {
 // fail marks a deployment failed with a last log line.
 func (s *Service) fail(ctx context.Context, d Deployment, msg string) error {
 	now := s.cfg.Clock.Now()
+	defer s.logDeploy(d.ProjectID, d.ID, now, "failed: "+msg)
 	return s.cfg.DB.Tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE deployments SET state = ?, error = ?, finished_at = ? WHERE id = ? AND state = ?`,
 			stateFailed, msg, store.FormatTime(now), d.ID, stateDeploying); err != nil {
@@ -498,6 +560,20 @@ type fileOut struct {
 func (s *Service) buildAndGoLive(d *Deployment, p projects.Project, src source) error {
 	ctx := s.ctx
 	b := builder{s: s, d: d}
+	live := false
+	defer func() {
+		if !live {
+			s.revokeKeys(context.WithoutCancel(ctx), "", d.ID)
+		}
+	}()
+	if src.build.Steps() {
+		if err := s.runBuild(ctx, b, p.ID, &src); err != nil {
+			return err
+		}
+		if err := s.checkRunnable(src.manifest, refsOf(src.files), false); err != nil {
+			return fmt.Errorf("after the build: %w", err)
+		}
+	}
 	var files []fileOut
 	if d.Kind == snapshot.KindStatic {
 		var err error
@@ -567,7 +643,6 @@ func (s *Service) buildAndGoLive(d *Deployment, p projects.Project, src source) 
 		}
 		d.addr = origin
 	}
-	live := false
 	defer func() {
 		if d.managed && !live {
 			if err := s.runtime().Stop(context.WithoutCancel(ctx), d.ID); err != nil {
@@ -578,6 +653,7 @@ func (s *Service) buildAndGoLive(d *Deployment, p projects.Project, src source) 
 
 	now := s.cfg.Clock.Now()
 	var prev *Deployment
+	var liveLine string
 	err = s.cfg.Pub.Change(ctx, func(tx *sql.Tx) error {
 		var err error
 		if prev, err = servingOf(ctx, tx, p.ID); err != nil {
@@ -617,6 +693,7 @@ func (s *Service) buildAndGoLive(d *Deployment, p projects.Project, src source) 
 		if err := appendLog(ctx, tx, d.ID, now, line); err != nil {
 			return err
 		}
+		liveLine = line
 		return s.cfg.Audit.Record(ctx, tx, audit.Event{Workspace: d.workspaceID, Action: "deploy.live", Category: audit.CategoryDeploy,
 			TargetType: "deployment", TargetID: d.ID, ProjectID: p.ID, Summary: fmt.Sprintf("%s is live with %s", p.Slug, d.ID)})
 	})
@@ -624,6 +701,10 @@ func (s *Service) buildAndGoLive(d *Deployment, p projects.Project, src source) 
 		return fmt.Errorf("going live: %w", err)
 	}
 	live = true
+	s.logDeploy(d.ProjectID, d.ID, now, liveLine)
+	if prev != nil {
+		s.revokeKeys(ctx, "", prev.ID)
+	}
 	s.retire(prev, *d)
 	return nil
 }

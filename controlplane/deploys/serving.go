@@ -206,7 +206,7 @@ func (s *Service) Redeploy(ctx context.Context, pr *auth.Principal, projectID st
 		m := Manifest{Kind: serving.Kind, Origin: serving.Origin}
 		if serving.managed {
 			m = serving.spec.manifest()
-			if err := s.checkRunnable(m, nil); errors.Is(err, ErrRuntimeUnavailable) {
+			if err := s.checkRunnable(m, nil, false); errors.Is(err, ErrRuntimeUnavailable) {
 				return Deployment{}, err
 			}
 		}
@@ -409,7 +409,11 @@ func (d dependent) Blockers(ctx context.Context, projectID string) ([]projects.B
 // Remove implements projects.Dependent: the site leaves the edges, the
 // project's deployments go and the programs the platform ran for it stop.
 func (d dependent) Remove(ctx context.Context, projectID string) error {
+	d.s.revokeKeys(ctx, projectID)
 	err := d.s.cfg.Pub.Change(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM deployment_keys WHERE project_id = ? AND revoked_at <> ''`, projectID); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM project_serving WHERE project_id = ?`, projectID); err != nil {
 			return err
 		}
@@ -424,6 +428,7 @@ func (d dependent) Remove(ctx context.Context, projectID string) error {
 			return fmt.Errorf("deploys: stop the project's programs: %w", err)
 		}
 	}
+	d.s.logs.drop(projectID)
 	return nil
 }
 
@@ -476,6 +481,11 @@ func (s *Service) Get(ctx context.Context, workspace, id string) (Detail, error)
 	if out.Files, err = readFiles(ctx, s.cfg.DB, id); err != nil {
 		return Detail{}, err
 	}
-	out.Output = s.output(id)
+	// What a program prints may hold its variables' values: read like
+	// them (developers and above), as the project's logs are.
+	out.Output = []OutputLine{}
+	if api.Authorize(ctx, auth.OpEnvRead, d.ProjectID) == nil {
+		out.Output = s.output(id)
+	}
 	return out, nil
 }

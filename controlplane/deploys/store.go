@@ -80,6 +80,9 @@ type Deployment struct {
 	managed bool
 	spec    runSpec
 	addr    string
+	// memberID and starterKey are who deploys (the deployment's key acts
+	// for them); set for a deployment being built only.
+	memberID, starterKey string
 }
 
 // LogLine is one line of a deploy log.

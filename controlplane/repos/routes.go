@@ -10,10 +10,9 @@ import (
 // Routes is the area's rows of the route table. Repos are workspace-wide:
 // a key limited to a project is refused by the permission table.
 //
-// The push row's Request documents the JSON body; the archive and
-// multipart forms are told apart by Content-Type (see Handlers.Push) and
-// described in its summary, as the route table has no field for a body
-// that is not JSON.
+// The push row's Request documents the JSON body and RequestBodies the
+// archive and multipart forms, told apart by Content-Type (see
+// Handlers.Push).
 func Routes(h Handlers) []api.Route {
 	const G, P, D = http.MethodGet, http.MethodPost, http.MethodDelete
 	return []api.Route{
@@ -27,7 +26,13 @@ func Routes(h Handlers) []api.Route {
 				"message in ?message= or the X-Commit-Message header (percent-encoded); or multipart/form-data: part manifest " +
 				"(JSON {message, files: [{path, sha256, size}]}, every file) then part archive (tar(.gz) of the files the workspace does not hold; " +
 				"409 missing_files lists any still missing)",
-			Request: PushRequest{}, Response: CommitAnswer{}},
+			Request: PushRequest{}, Response: CommitAnswer{},
+			Query:   []api.Param{{Name: "message", Description: "tar(.gz) bodies: the commit message (or the X-Commit-Message header)"}},
+			Headers: []api.Param{{Name: "X-Commit-Message", Description: "tar(.gz) bodies: the commit message, percent-encoded"}},
+			RequestBodies: map[string]string{
+				"application/gzip":    "a tar.gz of the snapshot (regular files and directories only)",
+				"application/x-tar":   "a tar of the snapshot",
+				"multipart/form-data": "part manifest (JSON {message, files: [{path, sha256, size}]}, every file) then part archive (a tar(.gz) of the files the workspace does not hold)"}},
 		{Method: P, Path: "/api/repos/{id}/blobs/missing", Op: auth.OpRepoWrite, Handler: h.Missing,
 			Summary: "Which of these file sums (at most 500) the workspace's repos do not hold: send only those in a manifest push", Request: MissingRequest{}, Response: MissingAnswer{}},
 		{Method: G, Path: "/api/repos/{id}/files", Op: auth.OpRepoRead, Handler: h.Files,

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/svcplatform/platform/runtime/sandbox"
@@ -50,6 +51,10 @@ type Config struct {
 	Wasm wasm.Config
 	// FunctionLogBytes bounds each function's kept log (default 64 KiB).
 	FunctionLogBytes int
+	// APIPort is the port inside a sandboxed program's network namespace
+	// where the platform's API answers (DefaultAPIPort when 0; see
+	// SetAPI).
+	APIPort int
 }
 
 // File is one file of a deployment to materialise.
@@ -98,6 +103,7 @@ type function struct {
 type Engine struct {
 	cfg  Config
 	sup  *supervise.Supervisor
+	box  sandbox.Sandbox
 	host *wasm.Host
 	clk  supervise.Clock
 	log  *slog.Logger
@@ -108,6 +114,31 @@ type Engine struct {
 	fns     map[string]*function
 	current map[string]string // project -> current function deployment
 	closed  bool
+
+	sink atomic.Pointer[Sink]
+	api  *apiBridge
+}
+
+// Sink receives every output line of every deployment as it is kept: an
+// app's or worker's stdout and stderr, a function's stderr and failed
+// calls, and the runtime's notes (stream "platform"). kind is "app" for
+// apps and worker programs, "function" for functions. It must not block.
+type Sink func(deployment, project, kind string, l supervise.LogLine)
+
+// SetSink installs fn as the engine's output sink (nil removes it); lines
+// kept before the call are not replayed (read them with Output).
+func (e *Engine) SetSink(fn Sink) {
+	if fn == nil {
+		e.sink.Store(nil)
+		return
+	}
+	e.sink.Store(&fn)
+}
+
+func (e *Engine) emit(deployment, project, kind string, l supervise.LogLine) {
+	if fn := e.sink.Load(); fn != nil {
+		(*fn)(deployment, project, kind, l)
+	}
 }
 
 // New builds an Engine running programs in box; clk nil is the system
@@ -134,6 +165,17 @@ func New(ctx context.Context, cfg Config, box sandbox.Sandbox, clk supervise.Clo
 	if err := cfg.Supervise.Provision(); err != nil {
 		return nil, err
 	}
+	if cfg.APIPort == 0 {
+		cfg.APIPort = DefaultAPIPort
+	}
+	e := &Engine{cfg: cfg, box: box, clk: clk, log: log, api: newAPIBridge(), apps: map[string]string{}, pending: map[string]bool{},
+		fns: map[string]*function{}, current: map[string]string{}}
+	if cfg.Supervise.Sink != nil {
+		fn := cfg.Supervise.Sink
+		e.SetSink(func(deployment, project, _ string, l supervise.LogLine) { fn(deployment, project, l) })
+	}
+	cfg.Supervise.Sink = func(deployment, project string, l supervise.LogLine) { e.emit(deployment, project, "app", l) }
+	cfg.Supervise.Bridges = append(cfg.Supervise.Bridges, e.api.bridge(cfg.APIPort))
 	sup, err := supervise.New(cfg.Supervise, box, clk, log)
 	if err != nil {
 		return nil, err
@@ -142,8 +184,7 @@ func New(ctx context.Context, cfg Config, box sandbox.Sandbox, clk supervise.Clo
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, sup: sup, host: host, clk: clk, log: log, apps: map[string]string{}, pending: map[string]bool{},
-		fns: map[string]*function{}, current: map[string]string{}}
+	e.sup, e.host = sup, host
 	// Directories left by a previous run belong to no running deployment.
 	e.sweep()
 	return e, nil
@@ -303,7 +344,8 @@ func (e *Engine) LoadFunction(ctx context.Context, f Function) (string, error) {
 	if err := e.host.Load(ctx, wasm.Deployment{ID: f.ID, Project: f.Project, Module: f.Module, Env: f.Env}); err != nil {
 		return "", err
 	}
-	logs := &logRing{limit: e.cfg.FunctionLogBytes, now: e.clk.Now}
+	logs := &logRing{limit: e.cfg.FunctionLogBytes, now: e.clk.Now,
+		sink: func(l supervise.LogLine) { e.emit(f.ID, f.Project, "function", l) }}
 	front, err := e.host.ListenFront(f.ID, logs.add)
 	if err != nil {
 		_ = e.host.Unload(context.WithoutCancel(ctx), f.ID)

@@ -17,20 +17,25 @@ type logRing struct {
 	bytes int
 	limit int
 	now   func() time.Time
+	sink  func(supervise.LogLine) // called after each line, outside the lock
 }
 
 func (r *logRing) add(stream, text string) {
 	if len(text) > maxFunctionLine {
 		text = text[:maxFunctionLine]
 	}
+	l := supervise.LogLine{Time: r.now(), Stream: stream, Text: text}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.lines = append(r.lines, supervise.LogLine{Time: r.now(), Stream: stream, Text: text})
+	r.lines = append(r.lines, l)
 	r.bytes += len(text)
 	for r.bytes > r.limit && len(r.lines) > 1 {
 		r.bytes -= len(r.lines[0].Text)
 		r.lines[0] = supervise.LogLine{}
 		r.lines = r.lines[1:]
+	}
+	r.mu.Unlock()
+	if r.sink != nil {
+		r.sink(l)
 	}
 }
 

@@ -348,8 +348,9 @@ func (b *Bwrap) Prepare(app App) (*Prepared, error) {
 		"--size", strconv.FormatInt(b.TmpBytes, 10), "--tmpfs", "/tmp",
 		"--info-fd", fdOf(infoW),
 	)
+	outbound := b.outbound && !app.Offline
 	var blockW *os.File
-	if b.outbound {
+	if outbound || len(app.Bridges) > 0 {
 		r, w, err := os.Pipe()
 		if err != nil {
 			release()
@@ -359,6 +360,8 @@ func (b *Bwrap) Prepare(app App) (*Prepared, error) {
 		closeAfterStart = append(closeAfterStart, r)
 		undo = append(undo, func() { r.Close(); w.Close() })
 		args = append(args, "--block-fd", fdOf(r))
+	}
+	if outbound {
 		rc, err := pipeWith([]byte(resolvConf))
 		if err != nil {
 			release()
@@ -376,7 +379,7 @@ func (b *Bwrap) Prepare(app App) (*Prepared, error) {
 	}
 	var binds []bind
 	for _, p := range roPaths {
-		if b.outbound && p == "/etc/resolv.conf" {
+		if outbound && p == "/etc/resolv.conf" {
 			continue
 		}
 		fi, err := os.Lstat(p)
@@ -416,7 +419,7 @@ func (b *Bwrap) Prepare(app App) (*Prepared, error) {
 	args = append(args, app.Argv[1:]...)
 
 	p := &Prepared{}
-	env := app.Env
+	env := bridgeEnv(app.Env, app.Bridges, func(b Bridge) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port)) })
 	if app.Listen {
 		p.Port = AppPort
 		env = append(env[:len(env):len(env)], "PORT="+strconv.Itoa(AppPort))
@@ -455,9 +458,10 @@ func (b *Bwrap) Prepare(app App) (*Prepared, error) {
 	}
 
 	var (
-		nsMu sync.RWMutex // held for reading while a dial uses ns
-		ns   *os.File
-		nw   *slirp
+		nsMu    sync.RWMutex // held for reading while a dial uses ns
+		ns      *os.File
+		nw      *slirp
+		bridges []net.Listener
 	)
 	p.Started = func() error {
 		infoW.Close()
@@ -478,20 +482,37 @@ func (b *Bwrap) Prepare(app App) (*Prepared, error) {
 			return nil
 		}
 		// The app is held (bwrap --block-fd) until its network is up
-		// and fenced.
+		// and fenced, and its bridges listen.
 		if err := awaitLoopback(f, networkTimeout); err != nil {
 			return err
 		}
-		if err := prohibitRoutes(f, blockedRanges(b.AllowPrivateNetworks)); err != nil {
-			return err
+		for _, br := range app.Bridges {
+			var ln net.Listener
+			err := inNamespace(f, func() error {
+				var err error
+				ln, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(br.Port)))
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("sandbox: bridge on port %d: %w", br.Port, err)
+			}
+			nsMu.Lock()
+			bridges = append(bridges, ln)
+			nsMu.Unlock()
+			go br.Serve(ln)
 		}
-		s, err := startSlirp(b.Slirp4netnsPath, f, networkTimeout, startIn)
-		if err != nil {
-			return err
+		if outbound {
+			if err := prohibitRoutes(f, blockedRanges(b.AllowPrivateNetworks)); err != nil {
+				return err
+			}
+			s, err := startSlirp(b.Slirp4netnsPath, f, networkTimeout, startIn)
+			if err != nil {
+				return err
+			}
+			nsMu.Lock()
+			nw = s
+			nsMu.Unlock()
 		}
-		nsMu.Lock()
-		nw = s
-		nsMu.Unlock()
 		if _, err := blockW.Write([]byte{1}); err != nil {
 			return fmt.Errorf("sandbox: release the app: %w", err)
 		}
@@ -509,6 +530,10 @@ func (b *Bwrap) Prepare(app App) (*Prepared, error) {
 	p.Release = func() {
 		once.Do(func() {
 			nsMu.Lock()
+			for _, ln := range bridges {
+				ln.Close()
+			}
+			bridges = nil
 			if nw != nil {
 				nw.stop()
 				nw = nil

@@ -30,7 +30,12 @@ func (None) Prepare(app App) (*Prepared, error) {
 		return nil, err
 	}
 	p := &Prepared{Release: func() {}}
-	env := app.Env
+	env := bridgeEnv(app.Env, app.Bridges, func(b Bridge) string {
+		if b.HostAddr == nil {
+			return ""
+		}
+		return b.HostAddr()
+	})
 	if app.Listen {
 		port, err := freePort()
 		if err != nil {

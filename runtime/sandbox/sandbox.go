@@ -13,6 +13,7 @@ import (
 	"errors"
 	"net"
 	"os/exec"
+	"strings"
 )
 
 // ErrUnavailable: the sandbox cannot run on this machine (a tool or a
@@ -33,6 +34,63 @@ type App struct {
 	Env []string
 	// Listen asks for a port: the sandbox picks it and sets PORT in Env.
 	Listen bool
+	// Offline keeps the program off the network even when the sandbox
+	// gives programs outbound network (Bwrap: loopback only; None cannot
+	// enforce it).
+	Offline bool
+	// Bridges are services of the host the program reaches at a fixed
+	// address of its own (the platform's API): see Bridge.
+	Bridges []Bridge
+}
+
+// Bridge makes one service of the host reachable from inside the sandbox,
+// and nothing else of the host: Bwrap listens on 127.0.0.1:Port inside
+// the program's network namespace (before the program starts) and hands
+// each accepted connection's listener to Serve; None, which shares the
+// host's network, lets the program reach HostAddr directly. Either way
+// each variable of Env is set to "http://" + the address the program
+// uses (replacing a value of the same name in App.Env).
+type Bridge struct {
+	// Port is the loopback port inside the namespace (Bwrap).
+	Port int
+	// Env names the variables holding the address, e.g. PLATFORM_API_URL.
+	Env []string
+	// HostAddr is host:port of the service on the host (None).
+	HostAddr func() string
+	// Serve serves the connections of the listener inside the namespace
+	// until it is closed (Bwrap).
+	Serve func(net.Listener)
+}
+
+// bridgeEnv returns env without the variables the bridges set, then those
+// variables set to the address addr(bridge) gives.
+func bridgeEnv(env []string, bridges []Bridge, addr func(Bridge) string) []string {
+	if len(bridges) == 0 {
+		return env
+	}
+	drop := map[string]bool{}
+	for _, b := range bridges {
+		for _, k := range b.Env {
+			drop[k] = true
+		}
+	}
+	out := make([]string, 0, len(env)+len(drop))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !drop[k] {
+			out = append(out, kv)
+		}
+	}
+	for _, b := range bridges {
+		a := addr(b)
+		if a == "" {
+			continue
+		}
+		for _, k := range b.Env {
+			out = append(out, k+"=http://"+a)
+		}
+	}
+	return out
 }
 
 // Prepared is a command ready to start, and how to reach it.

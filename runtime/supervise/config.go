@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/svcplatform/platform/runtime/sandbox"
 )
 
 // Defaults of Config's zero fields.
@@ -54,6 +56,14 @@ type Config struct {
 	LogBytes int `json:"logBytes,omitempty"`
 	// ReapInterval is how often Run checks idle and drained deployments.
 	ReapInterval time.Duration `json:"reapInterval,omitempty"`
+	// Sink, when set, receives every line as it is kept (the program's
+	// stdout and stderr, the supervisor's notes) with the deployment and
+	// its project: the control plane's project log. It is called outside
+	// the supervisor's locks and must not block.
+	Sink func(deployment, project string, l LogLine) `json:"-"`
+	// Bridges are the host services every program reaches at a fixed
+	// address of its own (the platform's API; sandbox.Bridge).
+	Bridges []sandbox.Bridge `json:"-"`
 }
 
 // Provision fills defaults and validates.

@@ -62,6 +62,9 @@ type proc struct {
 
 func newInstance(s *Supervisor, d Deployment) (*instance, error) {
 	logs := &ring{limit: s.cfg.LogBytes, now: s.clk.Now, added: s.notify}
+	if sink := s.cfg.Sink; sink != nil {
+		logs.sink = func(l LogLine) { sink(d.ID, d.Project, l) }
+	}
 	i := &instance{s: s, d: d, logs: logs, kick: make(chan struct{}, 1), done: make(chan struct{}),
 		stdout: &lineWriter{r: logs, stream: "stdout"}, stderr: &lineWriter{r: logs, stream: "stderr"},
 		state: StateStarting, lastActive: s.clk.Now()}
@@ -184,7 +187,8 @@ func (i *instance) pause(backoff *time.Duration) {
 }
 
 func (i *instance) start() (*proc, error) {
-	prep, err := i.s.box.Prepare(sandbox.App{ID: i.d.ID, Dir: i.d.Dir, Argv: i.d.Run, Env: i.d.env(), Listen: i.d.Kind == KindApp})
+	prep, err := i.s.box.Prepare(sandbox.App{ID: i.d.ID, Dir: i.d.Dir, Argv: i.d.Run, Env: i.d.env(), Listen: i.d.Kind == KindApp,
+		Bridges: i.s.cfg.Bridges})
 	if err != nil {
 		return nil, fmt.Errorf("start failed: %v", err)
 	}

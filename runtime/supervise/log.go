@@ -25,11 +25,13 @@ type ring struct {
 	limit int
 	now   func() time.Time
 	added func() // called after each line, outside the lock
+	sink  func(LogLine)
 }
 
 func (r *ring) add(stream, text string) {
+	l := LogLine{Time: r.now(), Stream: stream, Text: text}
 	r.mu.Lock()
-	r.lines = append(r.lines, LogLine{Time: r.now(), Stream: stream, Text: text})
+	r.lines = append(r.lines, l)
 	r.bytes += len(text)
 	for r.bytes > r.limit && len(r.lines) > 1 {
 		r.bytes -= len(r.lines[0].Text)
@@ -37,6 +39,9 @@ func (r *ring) add(stream, text string) {
 		r.lines = r.lines[1:]
 	}
 	r.mu.Unlock()
+	if r.sink != nil {
+		r.sink(l)
+	}
 	if r.added != nil {
 		r.added()
 	}
