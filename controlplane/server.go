@@ -145,6 +145,10 @@ type Config struct {
 	// channels answer 503); Dir and the base URLs default from DataDir and
 	// APIBaseURL.
 	Media media.Config `json:"media"`
+	// Buckets configures storage buckets; PublicBaseURL (where public
+	// objects and signed URLs are served) defaults to APIBaseURL, and is
+	// the edges' storage host when one serves them (--storage-host).
+	Buckets buckets.Config `json:"buckets"`
 	// AI configures the AI gateway: providers and catalogue overrides from
 	// the --ai-config file (ai.LoadConfig); empty answers 503 ai_unavailable.
 	AI ai.Config `json:"ai"`
@@ -230,6 +234,9 @@ func (c *Config) Provision() {
 	if c.Media.Live != nil && c.Media.Live.NotifyBaseURL == "" {
 		c.Media.Live.NotifyBaseURL = c.APIBaseURL
 	}
+	if c.Buckets.PublicBaseURL == "" {
+		c.Buckets.PublicBaseURL = c.APIBaseURL
+	}
 	if c.Mail.Dir == "" {
 		c.Mail.Dir = filepath.Join(c.DataDir, "mail")
 	}
@@ -252,6 +259,11 @@ func (c *Config) Provision() {
 	}
 	if c.S3Host != "" {
 		c.Domains.ReservedDomains = append(c.Domains.ReservedDomains, c.S3Host)
+	}
+	// So is the storage host public objects are served at.
+	if u, err := url.Parse(c.Buckets.PublicBaseURL); err == nil && u.Hostname() != "" && net.ParseIP(u.Hostname()) == nil &&
+		!slices.Contains(c.Domains.ReservedDomains, u.Hostname()) {
+		c.Domains.ReservedDomains = append(c.Domains.ReservedDomains, u.Hostname())
 	}
 }
 
@@ -504,7 +516,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	cp.Projects.AddDependent(cp.deploys.Dependent())
 	// Storage buckets: projects' objects in the blob store, signed URLs and
 	// an S3-compatible surface (controlplane/buckets/README.md).
-	if cp.buckets, err = buckets.New(buckets.Config{PublicBaseURL: cfg.APIBaseURL}, buckets.Deps{DB: cp.DB, Blobs: cp.blobs,
+	if cp.buckets, err = buckets.New(cfg.Buckets, buckets.Deps{DB: cp.DB, Blobs: cp.blobs,
 		Sealer: cp.Sealer, Projects: cp.Projects, Plans: cp.Accounts, Jobs: cp.Jobs, Clock: clk, Audit: cp.Audit, Logger: log,
 		Edge: cp.edgeSync}); err != nil {
 		return nil, err
@@ -798,6 +810,8 @@ func edgeSources() edgesync.Sources {
 		Passwords:   shield.AllPasswords,
 		CDN:         cdn.All,
 		Domains:     domains.EdgeDomains,
+		// Published with the storage host (EdgeSync().SetStorage).
+		PublicBuckets: buckets.PublicBucketIDs,
 	}
 }
 

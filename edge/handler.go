@@ -39,6 +39,7 @@ func (e *Edge) serve(ctx *fasthttp.RequestCtx, p proto) {
 	case d.Verdict == rules.Refuse:
 		e.plain(ctx, p, d.Status, refusalBody(d.Rule))
 	case e.serveDomainRedirect(ctx, st, p): // a custom domain's other name (domains.go)
+	case e.storageRefused(ctx, st, p): // the storage host's own answers (storage.go)
 	case st.kind == kindStatic:
 		e.serveStatic(ctx, t, st, addr, p)
 	default:

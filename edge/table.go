@@ -50,6 +50,8 @@ type site struct {
 	// redirect, set on a custom domain's host, is the host its requests
 	// are redirected to (the other name of an apex and www pair).
 	redirect []byte
+	// storage is set on the storage host only (storage.go).
+	storage *storageHost
 }
 
 // sitePassword is a site password as the edge checks it.
@@ -170,6 +172,9 @@ func compile(s *snapshot.Snapshot, origins func(base string, managed bool) (*ori
 		t.sites[host] = st
 	}
 	if err := compileMedia(t, s.Media); err != nil { // the playback host (media.go)
+		return nil, err
+	}
+	if err := compileStorage(t, s.Storage, s.Media); err != nil { // the storage host (storage.go)
 		return nil, err
 	}
 	if err := compileDomains(t, s.Domains); err != nil { // custom domains (domains.go)

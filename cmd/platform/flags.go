@@ -37,6 +37,7 @@ type options struct {
 	accessLog      string
 	rtmpAddr       string
 	mediaHost      string
+	storageHost    string
 	nodeID         string
 	nodeURL        string
 	rtmpsAddr      string
@@ -107,6 +108,7 @@ func (o *options) defs() []flagDef {
 		{"runtime-dir", "PLATFORM_RUNTIME_DIR", "", "where running apps' directories live, outside --data (default <data>.runtime)", &o.runtimeDir},
 		{"smtp-url", "PLATFORM_SMTP_URL", "", "mail: the SMTP relay, smtp://user:pass@host:587 (STARTTLS when offered; ?starttls=required) or smtps://user:pass@host:465; prefer the environment variable (the password); empty writes messages to DIR/mail", &o.smtpURL},
 		{"mail-from", "PLATFORM_MAIL_FROM", "", "mail: the platform's sender, Name <address> (default Platform <noreply@<apps-domain>>); publish SPF and DKIM for it at the relay", &o.mailFrom},
+		{"storage-host", "PLATFORM_STORAGE_HOST", "", "storage buckets: the edge's host serving public objects from its cache and signed URLs (default storage.<apps-domain> for serve); - serves them from the API address only", &o.storageHost},
 		{"s3-host", "PLATFORM_S3_HOST", "", "storage buckets: a host name at whose root the S3-compatible API answers, for clients whose endpoint takes no path (minio-go, mc); /s3 on the API address always answers", &o.s3Host},
 		{"dns-resolver", "PLATFORM_DNS_RESOLVER", "", "the DNS server (host:port) sending and custom domains are looked up at; empty uses the system's resolver", &o.dnsResolver},
 		{"edge-addresses", "PLATFORM_EDGE_ADDRESSES", "", "custom domains: the edges' public IPv4 and IPv6 addresses, comma-separated, that apex domains' A and AAAA records point at (empty: apexes must resolve to what <slug>.<apps-domain> resolves to)", &o.edgeAddrs},

@@ -26,6 +26,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/ai"
 	"github.com/svcplatform/platform/controlplane/blobs"
+	"github.com/svcplatform/platform/controlplane/buckets"
 	"github.com/svcplatform/platform/controlplane/domains"
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
 	"github.com/svcplatform/platform/controlplane/mail"
@@ -122,6 +123,13 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 		// Playback goes through the edges' cache on its own host.
 		mediaCfg.PlaybackBaseURL = "https://" + playbackHost + portSuffix(httpsPort)
 	}
+	storageHost := storageHostOf(cmd, o)
+	bucketsCfg := buckets.Config{}
+	if storageHost != "" {
+		// Public objects and signed URLs go through the edges' cache on
+		// their own host.
+		bucketsCfg.PublicBaseURL = "https://" + storageHost + portSuffix(httpsPort)
+	}
 	// Live ingest binds its own addresses while the control plane is built.
 	res.release(groupLive)
 	cp, err := controlplane.New(ctx, controlplane.Config{
@@ -139,6 +147,7 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 		Domains:              domains.Config{DNSResolver: o.dnsResolver, EdgeAddresses: splitList(o.edgeAddrs), ACME: o.acmeEmail != ""},
 		S3Host:               o.s3Host,
 		Media:                mediaCfg,
+		Buckets:              bucketsCfg,
 		Runtime:              rtCfg,
 		Blobs:                o.blobs,
 		Store:                o.store,
@@ -167,6 +176,13 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 		// Edges answer the playback host from their cache, forwarding
 		// misses to this API's playback route.
 		if err := cp.EdgeSync().SetMedia(ctx, snapshot.Media{Host: playbackHost, Origin: "http://" + apiLn.Addr().String()}); err != nil {
+			return err
+		}
+	}
+	if storageHost != "" {
+		// Edges answer the storage host: public buckets' objects from
+		// their cache, signed URLs from this API's /storage route.
+		if err := cp.EdgeSync().SetStorage(ctx, storageHost, "http://"+apiLn.Addr().String()); err != nil {
 			return err
 		}
 	}
@@ -579,6 +595,22 @@ func mediaHostOf(cmd string, o options) string {
 		return o.mediaHost
 	case cmd == "serve":
 		return "media." + o.appsDomain
+	}
+	return ""
+}
+
+// storageHostOf is the edges' storage host: --storage-host, else for
+// serve storage.<apps-domain>; empty (objects served from the API address)
+// for "-" and for a control plane whose edges run elsewhere without
+// --storage-host.
+func storageHostOf(cmd string, o options) string {
+	switch {
+	case o.storageHost == "-" || cmd == "edge":
+		return ""
+	case o.storageHost != "":
+		return o.storageHost
+	case cmd == "serve":
+		return "storage." + o.appsDomain
 	}
 	return ""
 }

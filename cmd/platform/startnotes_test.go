@@ -44,8 +44,10 @@ func TestPublicURL(t *testing.T) {
 }
 
 // TestServePublicURL: with --public-url the links the control plane hands
-// out (the setup link printed at start, a public bucket's object URL) start
-// with it; without, with the API address.
+// out (the setup link printed at start, a public bucket's object URL when
+// no edge storage host serves buckets, a database's endpoint) start with
+// it; without, with the API address. (With the storage host, bucket links
+// start with it: TestStorageHostOf.)
 func TestServePublicURL(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -56,7 +58,7 @@ func TestServePublicURL(t *testing.T) {
 		{"default: the API address", nil, func(o options) string { return "http://" + o.apiAddr }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := testOptions(t, append([]string{"--rtmp-addr", ""}, tc.extra...)...)
+			o := testOptions(t, append([]string{"--rtmp-addr", "", "--storage-host", "-"}, tc.extra...)...)
 			s := startServe(t, o)
 			base := tc.want(o)
 			out := s.out.String()

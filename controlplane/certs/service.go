@@ -256,14 +256,17 @@ func (s *Service) Issue(ctx context.Context, host string) (certwire.LocalCert, e
 }
 
 // serves reports whether host is the apps domain, its wildcard
-// (certwire.WildcardPrefix), the media playback host, a site's host or a
-// verified custom domain of a site (snapshot.Domains).
+// (certwire.WildcardPrefix), the media playback host, the storage host, a
+// site's host or a verified custom domain of a site (snapshot.Domains).
 func serves(snap snapshot.Snapshot, host string) bool {
 	d := strings.ToLower(snap.AppsDomain)
 	if host == d || host == certwire.WildcardPrefix+d {
 		return true
 	}
 	if snap.Media != nil && strings.EqualFold(snap.Media.Host, host) {
+		return true
+	}
+	if snap.Storage != nil && strings.EqualFold(snap.Storage.Host, host) {
 		return true
 	}
 	for _, site := range snap.Sites {

@@ -80,6 +80,10 @@ type Sources struct {
 	// Domains returns the custom domains edges serve (the domains area):
 	// Host, ProjectID and RedirectTo. Optional: nil publishes none.
 	Domains func(ctx context.Context, q store.Querier) ([]snapshot.Domain, error)
+	// PublicBuckets returns the id of every public storage bucket (the
+	// buckets area), published with the storage host (SetStorage).
+	// Optional: nil publishes none.
+	PublicBuckets func(ctx context.Context, q store.Querier) ([]string, error)
 }
 
 // ProjectRef is what snapshots and counts need of a project.
@@ -129,6 +133,9 @@ type Service struct {
 
 	// media is the playback host published in every snapshot (SetMedia).
 	media atomic.Pointer[snapshot.Media]
+	// storage is the storage host published in every snapshot
+	// (SetStorage), without its bucket list (read at each build).
+	storage atomic.Pointer[snapshot.Storage]
 }
 
 // built is a rendered snapshot.
@@ -486,6 +493,9 @@ func (s *Service) build(ctx context.Context, v int64) (snapshot.Snapshot, error)
 		mc := *m
 		snap.Media = &mc
 	}
+	if err := s.addStorage(ctx, &snap); err != nil {
+		return snap, err
+	}
 
 	shield, err := s.src.Shield(ctx, s.db)
 	if err != nil {
@@ -560,12 +570,8 @@ func (s *Service) SetMedia(ctx context.Context, m snapshot.Media) error {
 		_, err := s.Bump(ctx)
 		return err
 	}
-	if m.Host == "" || len(m.Host) > 253 || strings.Trim(m.Host, "abcdefghijklmnopqrstuvwxyz0123456789.-") != "" {
-		return fmt.Errorf("%w: host %q must be a host name without a port", ErrInvalidMedia, m.Host)
-	}
-	if u, err := url.Parse(m.Origin); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		u.Path != "" || u.RawQuery != "" || u.User != nil {
-		return fmt.Errorf("%w: origin %q must be an http(s) base URL", ErrInvalidMedia, m.Origin)
+	if err := checkHost(m.Host, m.Origin); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidMedia, err)
 	}
 	old := s.media.Swap(&m)
 	if old != nil && *old == m {
@@ -575,6 +581,75 @@ func (s *Service) SetMedia(ctx context.Context, m snapshot.Media) error {
 		s.media.Store(old) // edges were not told: a retry bumps again
 		return err
 	}
+	return nil
+}
+
+// checkHost checks a platform host published in snapshots (the playback
+// host, the storage host) and the control-plane origin it forwards to.
+func checkHost(host, origin string) error {
+	if host == "" || len(host) > 253 || strings.Trim(host, "abcdefghijklmnopqrstuvwxyz0123456789.-") != "" {
+		return fmt.Errorf("host %q must be a host name without a port", host)
+	}
+	if u, err := url.Parse(origin); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		u.Path != "" || u.RawQuery != "" || u.User != nil {
+		return fmt.Errorf("origin %q must be an http(s) base URL", origin)
+	}
+	return nil
+}
+
+// ErrInvalidStorage is wrapped by the errors of SetStorage.
+var ErrInvalidStorage = errors.New("edgesync: invalid storage host")
+
+// SetStorage publishes the storage host (snapshot.Storage) in every
+// snapshot from now on: edges answer host's /storage paths, forwarding
+// to origin (the control plane's base URL). Empty host and origin
+// withdraw it. The public bucket list is read from Sources.PublicBuckets
+// at every build, and the buckets area publishes its changes through
+// Change. Like SetMedia it is configuration of this process, not stored:
+// it bumps the version when it changes what edges see.
+func (s *Service) SetStorage(ctx context.Context, host, origin string) error {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	origin = strings.TrimRight(origin, "/")
+	if host == "" && origin == "" {
+		if s.storage.Swap(nil) == nil {
+			return nil
+		}
+		_, err := s.Bump(ctx)
+		return err
+	}
+	if err := checkHost(host, origin); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidStorage, err)
+	}
+	st := &snapshot.Storage{Host: host, Origin: origin}
+	old := s.storage.Swap(st)
+	if old != nil && old.Host == host && old.Origin == origin {
+		return nil
+	}
+	if _, err := s.Bump(ctx); err != nil {
+		s.storage.Store(old) // edges were not told: a retry bumps again
+		return err
+	}
+	return nil
+}
+
+// addStorage adds the storage host, when one is set, with the public
+// buckets read now.
+func (s *Service) addStorage(ctx context.Context, snap *snapshot.Snapshot) error {
+	st := s.storage.Load()
+	if st == nil {
+		return nil
+	}
+	ids := []string{}
+	if s.src.PublicBuckets != nil {
+		var err error
+		if ids, err = s.src.PublicBuckets(ctx, s.db); err != nil {
+			return fmt.Errorf("edgesync: public buckets: %w", err)
+		}
+		ids = slices.Clone(ids)
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+	}
+	snap.Storage = &snapshot.Storage{Host: st.Host, Origin: st.Origin, PublicBuckets: ids}
 	return nil
 }
 

@@ -59,6 +59,9 @@ type Snapshot struct {
 	// Media is the media playback host, nil when the platform serves
 	// playback from the API's address only.
 	Media *Media `json:"media,omitempty"`
+	// Storage is the storage host serving public bucket objects, nil when
+	// objects are served from the API's address only.
+	Storage *Storage `json:"storage,omitempty"`
 	// Domains are the custom domains whose control was proven, sorted by
 	// Host; each answers like its project's site (Sites). Only domains of
 	// projects with a site are listed.
@@ -96,6 +99,30 @@ type Media struct {
 	// Origin is the control plane's http(s) base URL that playback
 	// requests are forwarded to (its GET /media/{id}/{file} route).
 	Origin string `json:"origin"`
+}
+
+// StoragePathPrefix starts every path the storage host forwards:
+// StoragePathPrefix + <bucket id>/<key>.
+const StoragePathPrefix = "/storage/"
+
+// Storage is the storage host: a dedicated host (as R2's public bucket
+// domains) on which the edge answers GET and HEAD of StoragePathPrefix
+// paths, public buckets' objects from its shared cache under the origin's
+// Cache-Control and signed URLs (a query) from the origin uncached, and
+// 404 for every other path. It belongs to no workspace: no workspace's
+// Shield applies there.
+type Storage struct {
+	// Host is the storage host name, lower case, without a port (e.g.
+	// storage.<appsDomain>). It takes precedence over a project's site of
+	// the same name.
+	Host string `json:"host"`
+	// Origin is the control plane's http(s) base URL that storage
+	// requests are forwarded to (its GET /storage/{bucketId}/{key} route).
+	Origin string `json:"origin"`
+	// PublicBuckets are the ids of the public buckets, sorted: an unsigned
+	// request for any other bucket is answered 404 by the edge, and a
+	// cached object of a bucket that left the list is not served.
+	PublicBuckets []string `json:"publicBuckets"`
 }
 
 // Site is one project's address and what it serves.
