@@ -81,14 +81,9 @@ func WorkspaceIDs(ctx context.Context, q store.Querier) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("accounts: workspaces: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("accounts: workspaces: %w", err)
-		}
-		out = append(out, id)
+	out, err := store.AppendRows(nil, rows, store.ScanString)
+	if err != nil {
+		return nil, fmt.Errorf("accounts: workspaces: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }

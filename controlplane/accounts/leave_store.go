@@ -33,17 +33,12 @@ func moveSessions(ctx context.Context, tx *sql.Tx, workspace, member string, cal
 		id, to string
 		hash   []byte
 	}
-	var moves []move
-	for rows.Next() {
+	moves, err := store.AppendRows(nil, rows, func(sc store.RowScanner) (move, error) {
 		var mv move
-		if err := rows.Scan(&mv.id, &mv.hash, &mv.to); err != nil {
-			rows.Close()
-			return "", err
-		}
-		moves = append(moves, mv)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		err := sc.Scan(&mv.id, &mv.hash, &mv.to)
+		return mv, err
+	})
+	if err != nil {
 		return "", err
 	}
 	next := ""
@@ -123,4 +118,30 @@ func (s *SQLStore) DeleteWorkspace(ctx context.Context, workspace string, at tim
 		return s.audit.Record(ctx, tx, ev)
 	})
 	return next, err
+}
+
+// RemoveMember implements Store.
+func (s *SQLStore) RemoveMember(ctx context.Context, workspace, id string, revokedAt time.Time, check func(Member, func() (int, error)) error, ev func(Member) audit.Event) error {
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+		m, err := scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+memberFrom+` WHERE m.workspace_id = ? AND m.id = ?`, workspace, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return api.NotFound("member")
+		}
+		if err != nil {
+			return err
+		}
+		if err := check(m, otherOwners(ctx, tx, workspace, id)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE member_id = ? AND revoked_at = ''`, store.FormatTime(revokedAt), id); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM members WHERE id = ?`, id); err != nil {
+			return err
+		}
+		if err := notifyKeys(ctx, s.db, tx, invMember+id); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, tx, ev(m))
+	})
 }

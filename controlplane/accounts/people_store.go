@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
@@ -12,6 +13,9 @@ import (
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/store"
 )
+
+// People: a person across their memberships, with their password and
+// two-factor state.
 
 func insertPerson(ctx context.Context, tx *sql.Tx, p Person) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO people(id, email, name, password_hash, password_set_at, created_at) VALUES (?,?,?,?,?,?)`,
@@ -53,87 +57,107 @@ func (s *SQLStore) Memberships(ctx context.Context, member string) ([]Membership
 	if err != nil {
 		return nil, fmt.Errorf("accounts: workspaces: %w", err)
 	}
-	defer rows.Close()
-	out := []Membership{}
-	for rows.Next() {
+	out, err := store.AppendRows([]Membership{}, rows, func(sc store.RowScanner) (Membership, error) {
 		var ms Membership
 		var plan, created, role string
-		if err := rows.Scan(&ms.Workspace.ID, &ms.Workspace.Name, &plan, &created, &ms.Workspace.VerificationRequired, &ms.MemberID, &role); err != nil {
-			return nil, fmt.Errorf("accounts: workspaces: %w", err)
+		if err := sc.Scan(&ms.Workspace.ID, &ms.Workspace.Name, &plan, &created, &ms.Workspace.VerificationRequired, &ms.MemberID, &role); err != nil {
+			return ms, err
 		}
 		ms.Workspace.Plan, ms.Workspace.CreatedAt = plans.Name(plan), store.ParseTime(created)
 		ms.Role, _ = auth.ParseRole(role)
-		out = append(out, ms)
+		return ms, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("accounts: workspaces: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
-// CreateWorkspace implements Store.
-func (s *SQLStore) CreateWorkspace(ctx context.Context, w Workspace, person *Person, owner MemberRecord, check func(owned int) error, ev audit.Event) error {
+// TOTP is a member's two-factor state.
+type TOTP struct {
+	// Secret is the enrolled secret ("" when none).
+	Secret string
+	// Enabled tells whether sign-ins need a code.
+	Enabled bool
+	// LastStep is the last step accepted; earlier and equal steps are replays.
+	LastStep int64
+}
+
+// ClaimTOTPStep implements Store.
+func (s *SQLStore) ClaimTOTPStep(ctx context.Context, member string, step int64) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE people SET totp_last_step = ? WHERE id = `+personOf+` AND totp_last_step < ?`, step, member, step)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// PasswordHash implements Store.
+func (s *SQLStore) PasswordHash(ctx context.Context, member string) (string, error) {
+	var hash string
+	err := s.db.QueryRowContext(ctx, `SELECT p.password_hash FROM members m JOIN people p ON p.id = m.person_id WHERE m.id = ?`, member).Scan(&hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", store.ErrNotFound
+	}
+	return hash, err
+}
+
+// SetPassword implements Store.
+func (s *SQLStore) SetPassword(ctx context.Context, member, hash string, at time.Time, keep []byte, ev audit.Event) error {
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
-		if person != nil {
-			if err := insertPerson(ctx, tx, *person); err != nil {
-				return err
-			}
-		}
-		var owned int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM members WHERE person_id = ? AND role = 'owner' AND status = 'active'`,
-			owner.PersonID).Scan(&owned); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE people SET password_hash = ?, password_set_at = ? WHERE id = `+personOf, hash, store.FormatTime(at), member); err != nil {
 			return err
 		}
-		if err := check(owned); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO workspaces(id, name, plan, created_at, verification_required) VALUES (?,?,?,?,?)`,
-			w.ID, w.Name, string(w.Plan), store.FormatTime(w.CreatedAt), w.VerificationRequired); err != nil {
-			return err
-		}
-		if err := insertMember(ctx, tx, owner); err != nil {
+		// Every session of the person ends, in whichever workspace it acts.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE member_id IN (SELECT id FROM members WHERE person_id = `+personOf+`)
+			AND token_hash <> ?`, member, keep); err != nil {
 			return err
 		}
 		return s.audit.Record(ctx, tx, ev)
 	})
 }
 
-// SwitchSession implements Store.
-func (s *SQLStore) SwitchSession(ctx context.Context, tokenHash []byte, workspace string, ev func(Member) audit.Event) (Member, error) {
-	var m Member
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
-		var target string
-		err := tx.QueryRowContext(ctx, `SELECT m2.id FROM sessions se JOIN members m ON m.id = se.member_id
-			JOIN members m2 ON m2.person_id = m.person_id
-			WHERE se.token_hash = ? AND m.person_id <> '' AND m2.workspace_id = ? AND m2.status = 'active'`, tokenHash, workspace).Scan(&target)
+// TOTPStatus implements Store.
+func (s *SQLStore) TOTPStatus(ctx context.Context, member string) (string, bool, error) {
+	var email string
+	var enabled bool
+	err := s.db.QueryRowContext(ctx, `SELECT p.email, p.totp_enabled FROM members m JOIN people p ON p.id = m.person_id WHERE m.id = ?`, member).Scan(&email, &enabled)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, store.ErrNotFound
+	}
+	return email, enabled, err
+}
+
+// SetTOTPSecret implements Store.
+func (s *SQLStore) SetTOTPSecret(ctx context.Context, member, secret string) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE people SET totp_secret = ? WHERE id = `+personOf+` AND totp_enabled = 0`, secret, member)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// UpdateTOTP implements Store.
+func (s *SQLStore) UpdateTOTP(ctx context.Context, member string, apply func(*TOTP) error, ev audit.Event) error {
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+		var t TOTP
+		err := tx.QueryRowContext(ctx, `SELECT p.totp_secret, p.totp_enabled, p.totp_last_step FROM members m JOIN people p ON p.id = m.person_id WHERE m.id = ?`, member).
+			Scan(&t.Secret, &t.Enabled, &t.LastStep)
 		if errors.Is(err, sql.ErrNoRows) {
-			return api.NotFound("workspace")
+			return store.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET member_id = ?, workspace_id = ? WHERE token_hash = ?`, target, workspace, tokenHash); err != nil {
+		if err := apply(&t); err != nil {
 			return err
 		}
-		if m, err = scanMember(tx.QueryRowContext(ctx, `SELECT `+memberCols+memberFrom+` WHERE m.id = ?`, target)); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE people SET totp_enabled = ?, totp_secret = ?, totp_last_step = ? WHERE id = `+personOf,
+			t.Enabled, t.Secret, t.LastStep, member); err != nil {
 			return err
 		}
-		return s.audit.Record(ctx, tx, ev(m))
+		return s.audit.Record(ctx, tx, ev)
 	})
-	return m, err
-}
-
-// WorkspacesNamed implements Store.
-func (s *SQLStore) WorkspacesNamed(ctx context.Context, name string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM workspaces WHERE name = ? AND deleted_at = '' ORDER BY id`, name)
-	if err != nil {
-		return nil, fmt.Errorf("accounts: workspaces: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
 }

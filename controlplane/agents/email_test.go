@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/mail"
+	"github.com/svcplatform/platform/controlplane/mail/mailpittest"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/plans"
 )
@@ -20,9 +21,9 @@ import (
 // fails and the run goes on), and only agents allowed to write may have
 // the tool.
 func TestEmailTool(t *testing.T) {
-	mp := startMailpit(t)
+	mp := mailpittest.Start(t, mailpittest.Options{})
 	e := newEnvWith(t, plans.Pro, func(e *env) {
-		e.mailCfg = mail.Config{SMTPURL: "smtp://" + mp.smtp, PerDay: map[plans.Name]int{plans.Pro: 2}}
+		e.mailCfg = mail.Config{SMTPURL: "smtp://" + mp.SMTP, PerDay: map[plans.Name]int{plans.Pro: 2}}
 	})
 	id := e.agent(map[string]any{"tools": []string{"send_email", "emails_list"}, "allowWrites": true})
 	e.model.set(
@@ -63,7 +64,7 @@ func TestEmailTool(t *testing.T) {
 	if _, err := e.jobs.RunDue(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	got := mp.messages()
+	got := mp.Messages()
 	if len(got) != 1 {
 		t.Fatalf("%d messages arrived, want 1: %+v", len(got), got)
 	}

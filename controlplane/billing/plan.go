@@ -245,19 +245,14 @@ func (l *Ledger) RenewPlans(ctx context.Context, st PlanStore, fallback plans.Na
 		ws   string
 		plan plans.Name
 	}
-	var dues []due
-	for rows.Next() {
+	dues, err := store.AppendRows(nil, rows, func(sc store.RowScanner) (due, error) {
 		var d due
 		var p string
-		if err := rows.Scan(&d.ws, &p); err != nil {
-			rows.Close()
-			return 0, 0, err
-		}
+		err := sc.Scan(&d.ws, &p)
 		d.plan = plans.Name(p)
-		dues = append(dues, d)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return d, err
+	})
+	if err != nil {
 		return 0, 0, err
 	}
 	for _, d := range dues {

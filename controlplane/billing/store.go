@@ -221,17 +221,12 @@ func (t *txn) collect() (map[string]Micros, error) {
 		e      entry
 		amount Micros
 	}
-	var owed []owedRow
-	for rows.Next() {
+	owed, err := store.AppendRows(nil, rows, func(sc store.RowScanner) (owedRow, error) {
 		var o owedRow
-		if err := rows.Scan(&o.e.reservation, &o.e.project, &o.e.purpose, &o.e.ref, &o.e.month, &o.amount); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("billing: owed reservations: %w", err)
-		}
-		owed = append(owed, o)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		err := sc.Scan(&o.e.reservation, &o.e.project, &o.e.purpose, &o.e.ref, &o.e.month, &o.amount)
+		return o, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("billing: owed reservations: %w", err)
 	}
 	paid := map[string]Micros{}

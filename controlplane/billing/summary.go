@@ -289,16 +289,11 @@ func (l *Ledger) Workspaces(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("billing: workspaces: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var ws string
-		if err := rows.Scan(&ws); err != nil {
-			return nil, fmt.Errorf("billing: workspaces: %w", err)
-		}
-		out = append(out, ws)
+	out, err := store.AppendRows(nil, rows, store.ScanString)
+	if err != nil {
+		return nil, fmt.Errorf("billing: workspaces: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // VerifyAll runs Verify for every workspace with a ledger.

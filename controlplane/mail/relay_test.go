@@ -12,6 +12,7 @@ import (
 	"github.com/emersion/go-msgauth/dkim"
 
 	"github.com/svcplatform/platform/controlplane/accounts"
+	"github.com/svcplatform/platform/controlplane/mail/mailpittest"
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/store/pgtest"
 	"github.com/svcplatform/platform/controlplane/usage"
@@ -20,8 +21,8 @@ import (
 const relayPassword = "relay-secret-7731"
 
 // relayURL is the fixture's relay address for m.
-func relayURL(scheme, auth string, m *mailpit, query string) string {
-	u := scheme + "://" + auth + m.smtp
+func relayURL(scheme, auth string, m *mailpittest.Server, query string) string {
+	u := scheme + "://" + auth + m.SMTP
 	if query != "" {
 		u += "?" + query
 	}
@@ -35,7 +36,7 @@ func TestRelayDelivery(t *testing.T) {
 	certs := newTestCerts(t)
 	for _, c := range []struct {
 		name   string
-		mp     mailpitOptions
+		mp     mailpittest.Options
 		scheme string
 		auth   string
 		query  string
@@ -44,13 +45,13 @@ func TestRelayDelivery(t *testing.T) {
 		reason string
 	}{
 		{name: "plain, no STARTTLS offered", scheme: "smtp", sent: true},
-		{name: "STARTTLS when offered", mp: mailpitOptions{tls: true}, scheme: "smtp", tls: certs.tlsConfig(), sent: true},
-		{name: "STARTTLS required by the relay, with AUTH", mp: mailpitOptions{requireStartTLS: true, auth: true}, scheme: "smtp",
+		{name: "STARTTLS when offered", mp: mailpittest.Options{TLS: true}, scheme: "smtp", tls: certs.tlsConfig(), sent: true},
+		{name: "STARTTLS required by the relay, with AUTH", mp: mailpittest.Options{RequireStartTLS: true, Auth: true}, scheme: "smtp",
 			auth: "mailer:" + relayPassword + "@", query: "starttls=required", tls: certs.tlsConfig(), sent: true},
-		{name: "implicit TLS (smtps), with AUTH", mp: mailpitOptions{implicitTLS: true, auth: true}, scheme: "smtps",
+		{name: "implicit TLS (smtps), with AUTH", mp: mailpittest.Options{ImplicitTLS: true, Auth: true}, scheme: "smtps",
 			auth: "mailer:" + relayPassword + "@", tls: certs.tlsConfig(), sent: true},
 		{name: "STARTTLS required, none offered", scheme: "smtp", query: "starttls=required", reason: "STARTTLS"},
-		{name: "relay certificate not trusted", mp: mailpitOptions{requireStartTLS: true}, scheme: "smtp", reason: "certificate"},
+		{name: "relay certificate not trusted", mp: mailpittest.Options{RequireStartTLS: true}, scheme: "smtp", reason: "certificate"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			mp := startMailpit(t, c.mp, certs)
@@ -64,7 +65,7 @@ func TestRelayDelivery(t *testing.T) {
 				if got.State != StateQueued || got.Attempts != 1 || !strings.Contains(got.LastError, c.reason) || checkErr == nil {
 					t.Fatalf("email = %+v; CheckRelay = %v; want queued for retry with %q", got, checkErr, c.reason)
 				}
-				if len(mp.messages()) != 0 {
+				if len(mp.Messages()) != 0 {
 					t.Fatal("a message arrived")
 				}
 				return
@@ -72,7 +73,7 @@ func TestRelayDelivery(t *testing.T) {
 			if got.State != StateSent || checkErr != nil {
 				t.Fatalf("email = %+v; CheckRelay = %v", got, checkErr)
 			}
-			msgs := mp.messages()
+			msgs := mp.Messages()
 			if len(msgs) != 1 {
 				t.Fatalf("mailpit has %d messages", len(msgs))
 			}
@@ -97,9 +98,9 @@ func TestRelayDelivery(t *testing.T) {
 func TestRetryAfterRelayRefuses(t *testing.T) { eachEngine(t, testRetryAfterRelayRefuses) }
 
 func testRetryAfterRelayRefuses(t *testing.T, e pgtest.Engine) {
-	mp := startMailpit(t, mailpitOptions{chaos: true}, nil)
+	mp := startMailpit(t, mailpittest.Options{Chaos: true}, nil)
 	f := newFixture(t, e, Config{SMTPURL: relayURL("smtp", "", mp, "")})
-	mp.refuse(451)
+	mp.Refuse(451)
 	em := f.send(map[string]any{"to": "ada@example.com", "subject": "s", "text": "t"})
 	f.runDue()
 	got := f.email(em.ID)
@@ -116,7 +117,7 @@ func testRetryAfterRelayRefuses(t *testing.T, e pgtest.Engine) {
 	if got := f.email(em.ID); got.Attempts != 2 || got.State != StateQueued {
 		t.Fatalf("second attempt: %+v", got)
 	}
-	mp.refuse(0)
+	mp.Refuse(0)
 	f.clk.Advance(time.Minute)
 	f.runDue()
 	got = f.email(em.ID)
@@ -125,7 +126,7 @@ func testRetryAfterRelayRefuses(t *testing.T, e pgtest.Engine) {
 	}
 	f.clk.Advance(time.Hour)
 	f.runDue()
-	if n := len(mp.messages()); n != 1 {
+	if n := len(mp.Messages()); n != 1 {
 		t.Fatalf("mailpit has %d messages", n)
 	}
 }
@@ -133,9 +134,9 @@ func testRetryAfterRelayRefuses(t *testing.T, e pgtest.Engine) {
 // TestPermanentRefusal: a 5xx answer fails the message at once with the
 // relay's reason, drops its content, and shows on the attention list.
 func TestPermanentRefusal(t *testing.T) {
-	mp := startMailpit(t, mailpitOptions{chaos: true}, nil)
+	mp := startMailpit(t, mailpittest.Options{Chaos: true}, nil)
 	f := newFixture(t, pgtest.Engines()[0], Config{SMTPURL: relayURL("smtp", "", mp, "")})
-	mp.refuse(550)
+	mp.Refuse(550)
 	em := f.send(map[string]any{"to": "ada@example.com", "subject": "s", "text": "t"})
 	f.runDue()
 	got := f.email(em.ID)
@@ -147,10 +148,10 @@ func TestPermanentRefusal(t *testing.T) {
 	if sealed != nil {
 		t.Fatal("content kept after failing")
 	}
-	mp.refuse(0)
+	mp.Refuse(0)
 	f.clk.Advance(time.Hour)
 	f.runDue()
-	if got := f.email(em.ID); got.State != StateFailed || got.Attempts != 1 || len(mp.messages()) != 0 {
+	if got := f.email(em.ID); got.State != StateFailed || got.Attempts != 1 || len(mp.Messages()) != 0 {
 		t.Fatalf("a failed message was tried again: %+v", got)
 	}
 	items, err := f.svc.Attention(context.Background(), "ws_a")
@@ -167,9 +168,9 @@ func TestPermanentRefusal(t *testing.T) {
 // TestGiveUpAfterLastAttempt: a relay that keeps answering 451 fails the
 // message on its last attempt.
 func TestGiveUpAfterLastAttempt(t *testing.T) {
-	mp := startMailpit(t, mailpitOptions{chaos: true}, nil)
+	mp := startMailpit(t, mailpittest.Options{Chaos: true}, nil)
 	f := newFixture(t, pgtest.Engines()[0], Config{SMTPURL: relayURL("smtp", "", mp, ""), MaxAttempts: 2})
-	mp.refuse(451)
+	mp.Refuse(451)
 	em := f.send(map[string]any{"to": "ada@example.com", "subject": "s", "text": "t"})
 	f.runDue()
 	f.clk.Advance(30 * time.Second)
@@ -184,26 +185,26 @@ func TestGiveUpAfterLastAttempt(t *testing.T) {
 // a temporary refusal leaves it queued for the job (Send still succeeds),
 // a permanent one is Send's error.
 func TestPlatformMailThroughRelay(t *testing.T) {
-	mp := startMailpit(t, mailpitOptions{chaos: true}, nil)
+	mp := startMailpit(t, mailpittest.Options{Chaos: true}, nil)
 	f := newFixture(t, pgtest.Engines()[0], Config{SMTPURL: relayURL("smtp", "", mp, "")})
 	ctx := context.Background()
 	if err := f.svc.Send(ctx, accounts.Message{To: "owner@example.com", Subject: "Verify", Body: "token one"}); err != nil {
 		t.Fatal(err)
 	}
-	if msgs := mp.messages(); len(msgs) != 1 || msgs[0].To[0].Address != "owner@example.com" || !strings.Contains(msgs[0].Text, "token one") {
+	if msgs := mp.Messages(); len(msgs) != 1 || msgs[0].To[0].Address != "owner@example.com" || !strings.Contains(msgs[0].Text, "token one") {
 		t.Fatalf("arrived = %+v", msgs)
 	}
-	mp.refuse(451)
+	mp.Refuse(451)
 	if err := f.svc.Send(ctx, accounts.Message{To: "owner@example.com", Subject: "Verify", Body: "token two"}); err != nil {
 		t.Fatalf("temporary refusal: %v", err)
 	}
-	mp.refuse(0)
+	mp.Refuse(0)
 	f.clk.Advance(30 * time.Second)
 	f.runDue()
-	if n := len(mp.messages()); n != 2 {
+	if n := len(mp.Messages()); n != 2 {
 		t.Fatalf("after the retry mailpit has %d messages", n)
 	}
-	mp.refuse(550)
+	mp.Refuse(550)
 	if err := f.svc.Send(ctx, accounts.Message{To: "owner@example.com", Subject: "Verify", Body: "token three"}); err == nil || !strings.Contains(err.Error(), "550") {
 		t.Fatalf("permanent refusal: %v", err)
 	}
@@ -216,7 +217,7 @@ func TestPlatformMailThroughRelay(t *testing.T) {
 // project's mail goes from the platform's address, unsigned.
 func TestDKIMSignedDelivery(t *testing.T) {
 	dns := startDNS(t)
-	mp := startMailpit(t, mailpitOptions{}, nil)
+	mp := startMailpit(t, mailpittest.Options{}, nil)
 	f := newFixture(t, pgtest.Engines()[0], Config{SMTPURL: relayURL("smtp", "", mp, ""), DNSResolver: dns.addr, DKIMKeyBits: 2048})
 	d := f.addDomain("shop.example")
 	publish(dns, d)
@@ -229,11 +230,11 @@ func TestDKIMSignedDelivery(t *testing.T) {
 		t.Fatalf("from = %s", em.From)
 	}
 	f.runDue()
-	msgs := mp.messages()
+	msgs := mp.Messages()
 	if len(msgs) != 1 || msgs[0].From.Address != "hello@shop.example" {
 		t.Fatalf("arrived = %+v", msgs)
 	}
-	raw := mp.raw(msgs[0].ID)
+	raw := mp.Raw(msgs[0].ID)
 	lookup := func(domain string) ([]string, error) { return f.svc.resolver.LookupTXT(context.Background(), domain) }
 	vs, err := dkim.VerifyWithOptions(bytes.NewReader(raw), &dkim.VerifyOptions{LookupTXT: lookup})
 	if err != nil || len(vs) != 1 || vs[0].Err != nil || vs[0].Domain != "shop.example" {
@@ -259,8 +260,8 @@ func TestDKIMSignedDelivery(t *testing.T) {
 		t.Fatalf("after removing the domain: from %s reply %s", em.From, em.ReplyTo)
 	}
 	f.runDue()
-	msgs = mp.messages()
-	if len(msgs) != 2 || bytes.Contains(mp.raw(msgs[0].ID), []byte("DKIM-Signature")) {
+	msgs = mp.Messages()
+	if len(msgs) != 2 || bytes.Contains(mp.Raw(msgs[0].ID), []byte("DKIM-Signature")) {
 		t.Fatalf("unsigned mail expected from the platform's address: %d messages", len(msgs))
 	}
 }

@@ -1,157 +1,25 @@
 package payments
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/mail"
+	"github.com/svcplatform/platform/controlplane/mail/mailpittest"
 	"github.com/svcplatform/platform/controlplane/metering"
-	"github.com/svcplatform/platform/internal/freeport"
 )
-
-// mailpitInstall is how Mailpit, the SMTP server the mail tests deliver
-// to, is installed (.ci/run does it).
-const mailpitInstall = "go install github.com/axllent/mailpit@v1.33.1"
-
-// mailpit is a running Mailpit: its SMTP address and HTTP API.
-type mailpit struct {
-	t         *testing.T
-	smtp, api string
-}
-
-// startMailpit runs Mailpit (on PATH, or at $MAILPIT) on free loopback
-// ports until the test ends. Without it the test skips naming the package
-// and how to install it, or fails when CI is set.
-func startMailpit(t *testing.T) *mailpit {
-	t.Helper()
-	bin := os.Getenv("MAILPIT")
-	if bin == "" {
-		var err error
-		if bin, err = exec.LookPath("mailpit"); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("payments: mailpit is not installed (%s)", mailpitInstall)
-			}
-			t.Skipf("payments: mailpit is not installed (%s); skipping the receipt and notice tests", mailpitInstall)
-		}
-	}
-	smtpAddr, err := freeport.Addr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpAddr, err := freeport.Addr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--smtp", smtpAddr, "--listen", httpAddr, "--database", filepath.Join(t.TempDir(), "mailpit.db"),
-		"--smtp-disable-rdns", "--disable-version-check")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(out)
-		seen := false
-		for sc.Scan() {
-			if !seen && strings.Contains(sc.Text(), "[http] accessible via") {
-				seen = true
-				close(ready)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		t.Fatal("mailpit did not start")
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", smtpAddr, time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mailpit's SMTP listener %s does not accept: %v", smtpAddr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return &mailpit{t: t, smtp: smtpAddr, api: "http://" + httpAddr}
-}
-
-// mpMessage is a received message as Mailpit's API shows it.
-type mpMessage struct {
-	From struct {
-		Address string `json:"Address"`
-	} `json:"From"`
-	To []struct {
-		Address string `json:"Address"`
-	} `json:"To"`
-	Subject string `json:"Subject"`
-	Text    string `json:"Text"`
-}
-
-func (m *mailpit) get(path string, v any) {
-	m.t.Helper()
-	resp, err := http.Get(m.api + path)
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		m.t.Fatalf("mailpit GET %s: %d %s", path, resp.StatusCode, b)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		m.t.Fatalf("mailpit GET %s: %v", path, err)
-	}
-}
-
-// messages returns what arrived, newest first, each read in full.
-func (m *mailpit) messages() []mpMessage {
-	m.t.Helper()
-	var list struct {
-		Messages []struct {
-			ID string `json:"ID"`
-		} `json:"messages"`
-	}
-	m.get("/api/v1/messages", &list)
-	out := make([]mpMessage, len(list.Messages))
-	for i, l := range list.Messages {
-		m.get("/api/v1/message/"+l.ID, &out[i])
-	}
-	return out
-}
 
 // mailEnv is the payments test environment with the mail area delivering
 // to Mailpit through a jobs runner the test drives.
 type mailEnv struct {
 	*env
-	mp     *mailpit
+	mp     *mailpittest.Server
 	mail   *mail.Service
 	runner *jobs.Runner
 }
@@ -186,7 +54,7 @@ func (a *assemblyMailer) NotifyOwners(ctx context.Context, workspace string, m M
 
 func newMailEnv(t *testing.T, opts envOptions) *mailEnv {
 	t.Helper()
-	mp := startMailpit(t)
+	mp := mailpittest.Start(t, mailpittest.Options{})
 	am := &assemblyMailer{}
 	prev := opts.deps
 	opts.deps = func(d *Deps) {
@@ -202,7 +70,7 @@ func newMailEnv(t *testing.T, opts envOptions) *mailEnv {
 	}
 	t.Cleanup(func() { runner.Close() })
 	sealer := e.svc.d.Sealer
-	ms, err := mail.New(mail.Config{SMTPURL: "smtp://" + mp.smtp, From: "Platform <noreply@platform.test>"},
+	ms, err := mail.New(mail.Config{SMTPURL: "smtp://" + mp.SMTP, From: "Platform <noreply@platform.test>"},
 		mail.Deps{DB: e.db, Clock: e.clk, Sealer: sealer, Meter: e.svc.d.Meter.(*metering.Meter), Jobs: runner, Projects: e.prj, Plans: e.acc,
 			Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -37,7 +37,7 @@ func TestReceipt(t *testing.T) {
 	}
 	e.runReceipts()
 	e.runReceipts() // a retried job sends nothing more
-	got := e.mp.messages()
+	got := e.mp.Messages()
 	if len(got) != 1 {
 		t.Fatalf("%d messages arrived, want 1: %+v", len(got), got)
 	}
@@ -80,7 +80,7 @@ func TestWebhookFailureNotice(t *testing.T) {
 	notices := func() int {
 		t.Helper()
 		n := 0
-		for _, m := range e.mp.messages() {
+		for _, m := range e.mp.Messages() {
 			if strings.Contains(m.Subject, "are failing") {
 				n++
 				if m.To[0].Address != "owner@example.com" || !strings.Contains(m.Text, rc.srv.URL+"/hook") || !strings.Contains(m.Text, "answered 500") {
