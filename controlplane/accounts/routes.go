@@ -36,5 +36,7 @@ func Routes(h Handlers) []api.Route {
 		{Method: D, Path: "/api/account/totp", Op: auth.OpAccount, Handler: h.DisableTOTP, Summary: "Turn two-factor off with a code", Request: CodeRequest{}, Response: TOTPState{}},
 		{Method: P, Path: "/api/account/email/verification", Op: auth.OpEmailVerify, Handler: h.RequestEmailVerification, Status: 202, Summary: "Mail yourself an e-mail verification token (24 hours, single use)", Response: VerificationSent{}},
 		{Method: P, Path: "/api/account/email/verify", Public: true, Handler: h.VerifyEmail, Summary: "Redeem an e-mail verification token", Request: VerifyRequest{}, Response: MemberAnswer{}},
+		{Method: P, Path: "/api/account/password/reset", Public: true, Handler: h.RequestPasswordReset, Status: 202, MaxBody: 4 << 10, Summary: "Forgot password: a reset token is mailed to the address when it has an account (the same answer either way)", Request: ResetRequest{}, Response: ResetSent{}},
+		{Method: P, Path: "/api/account/password/reset/confirm", Public: true, Handler: h.ResetPassword, MaxBody: 4 << 10, Summary: "Redeem a reset token with a new password: every session ends and the address is verified", Request: ResetConfirm{}, Response: ResetDone{}},
 	}
 }

@@ -118,6 +118,18 @@ type Store interface {
 	// current e-mail, then marks the member's e-mail verified and deletes
 	// every token of the member. ev receives the member's workspace.
 	VerifyEmail(ctx context.Context, tokenHash []byte, check func(v EmailVerification, currentEmail string) error, ev func(workspace string, m Member) audit.Event) (Member, error)
+	// CreatePasswordReset stores a reset token for the person whose e-mail
+	// is r.Email (store.ErrNotFound when none), replacing their earlier
+	// ones and dropping expired ones.
+	CreatePasswordReset(ctx context.Context, r PasswordReset) error
+	// ResetPassword finds the reset whose token hashes to tokenHash
+	// (store.ErrNotFound when none) and, once check accepts it given the
+	// person's current e-mail, sets the password, marks the e-mail
+	// verified (lifting signed-up workspaces' wait for it), removes the
+	// second factor when the e-mail was not verified before, ends every
+	// session of the person and deletes their reset tokens; one audit
+	// event per workspace of theirs. It returns the e-mail.
+	ResetPassword(ctx context.Context, tokenHash []byte, hash string, at time.Time, check func(r PasswordReset, currentEmail string) error, ev func(workspace, member, email string) audit.Event) (string, error)
 	// OwnerEmailVerified reports whether an active owner of the workspace
 	// has a verified e-mail.
 	OwnerEmailVerified(ctx context.Context, workspace string) (bool, error)
