@@ -10,7 +10,7 @@ import (
 	"github.com/svcplatform/platform/controlplane"
 	"github.com/svcplatform/platform/controlplane/cptest"
 	"github.com/svcplatform/platform/controlplane/domains"
-	"github.com/svcplatform/platform/controlplane/domains/dnstest"
+	"github.com/svcplatform/platform/internal/dnstest"
 )
 
 // TestDomainEndToEnd: a project's custom domain added through the API,

@@ -17,7 +17,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/certs"
 	"github.com/svcplatform/platform/controlplane/clock"
-	"github.com/svcplatform/platform/controlplane/domains/dnstest"
+	"github.com/svcplatform/platform/internal/dnstest"
 	"github.com/svcplatform/platform/controlplane/edgesync"
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
 	"github.com/svcplatform/platform/controlplane/jobs"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/svcplatform/platform/controlplane/store/pgtest"
 	"github.com/svcplatform/platform/controlplane/usage"
+	"github.com/svcplatform/platform/internal/dnstest"
 )
 
 // record returns the domain's record of purpose.
@@ -38,9 +39,9 @@ func (f *fixture) verify(id string) Domain {
 }
 
 // publish puts the domain's SPF and DKIM records in dns.
-func publish(dns *dnsServer, d Domain) {
-	dns.set(d.record("spf").Name, d.record("spf").Value)
-	dns.set(d.record("dkim").Name, d.record("dkim").Value)
+func publish(dns *dnstest.Server, d Domain) {
+	dns.TXT(d.record("spf").Name, d.record("spf").Value)
+	dns.TXT(d.record("dkim").Name, d.record("dkim").Value)
 }
 
 // TestDomainVerification walks a sending domain through what its DNS
@@ -50,8 +51,8 @@ func publish(dns *dnsServer, d Domain) {
 func TestDomainVerification(t *testing.T) { eachEngine(t, testDomainVerification) }
 
 func testDomainVerification(t *testing.T, e pgtest.Engine) {
-	dns := startDNS(t)
-	f := newFixture(t, e, Config{DNSResolver: dns.addr, SPFInclude: "spf.relay.test"})
+	dns := dnstest.Start(t)
+	f := newFixture(t, e, Config{DNSResolver: dns.Addr, SPFInclude: "spf.relay.test"})
 	d := f.addDomain("Mail.Shop.Example.")
 	if d.Name != "mail.shop.example" || d.State != DomainPending || len(d.Records) != 3 {
 		t.Fatalf("added = %+v", d)
@@ -81,8 +82,8 @@ func testDomainVerification(t *testing.T, e pgtest.Engine) {
 			[]string{strings.ReplaceAll(dk.Value, "p=", "p= ")}, DomainVerified, StatusVerified, StatusVerified, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dns.set(spf.Name, c.spf...)
-			dns.set(dk.Name, c.dkim...)
+			dns.TXT(spf.Name, c.spf...)
+			dns.TXT(dk.Name, c.dkim...)
 			got := f.verify(d.ID)
 			if got.State != c.state || got.record("spf").Status != c.spfStatus || got.record("dkim").Status != c.dkimStat ||
 				!strings.Contains(got.Problem, c.problem) || got.CheckedAt == nil {
@@ -97,7 +98,7 @@ func testDomainVerification(t *testing.T, e pgtest.Engine) {
 	}
 	// The DKIM record goes away: the daily re-check fails the domain, and
 	// the attention list says so.
-	dns.set(dk.Name)
+	dns.TXT(dk.Name)
 	f.clk.Advance(25 * time.Hour)
 	f.runDue()
 	f.must(200, "viewer", "GET", "/api/mail/domains/"+d.ID, nil).decode(t, &a)
@@ -109,7 +110,7 @@ func testDomainVerification(t *testing.T, e pgtest.Engine) {
 		t.Fatalf("attention = %+v, %v", items, err)
 	}
 	// DNS that cannot answer changes nothing and says to retry.
-	dns.failing(dk.Name, true)
+	dns.Failing(dk.Name, true)
 	if r := f.call("dev", "POST", "/api/mail/domains/"+d.ID+"/verify", nil); r.status != 503 || r.code() != "dns_unavailable" {
 		t.Fatalf("SERVFAIL: %d %s", r.status, r.body)
 	}

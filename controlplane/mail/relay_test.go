@@ -16,6 +16,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/store/pgtest"
 	"github.com/svcplatform/platform/controlplane/usage"
+	"github.com/svcplatform/platform/internal/dnstest"
 )
 
 const relayPassword = "relay-secret-7731"
@@ -216,9 +217,9 @@ func TestPlatformMailThroughRelay(t *testing.T) {
 // test DNS server); an altered copy fails. Once the domain is removed, the
 // project's mail goes from the platform's address, unsigned.
 func TestDKIMSignedDelivery(t *testing.T) {
-	dns := startDNS(t)
+	dns := dnstest.Start(t)
 	mp := startMailpit(t, mailpittest.Options{}, nil)
-	f := newFixture(t, pgtest.Engines()[0], Config{SMTPURL: relayURL("smtp", "", mp, ""), DNSResolver: dns.addr, DKIMKeyBits: 2048})
+	f := newFixture(t, pgtest.Engines()[0], Config{SMTPURL: relayURL("smtp", "", mp, ""), DNSResolver: dns.Addr, DKIMKeyBits: 2048})
 	d := f.addDomain("shop.example")
 	publish(dns, d)
 	if v := f.verify(d.ID); v.State != DomainVerified {
@@ -270,8 +271,8 @@ func TestDKIMSignedDelivery(t *testing.T) {
 // was verified, whose domain stops verifying before it is sent, goes from
 // the platform's address: the sender is decided again at delivery.
 func TestSendingDomainLostBeforeDelivery(t *testing.T) {
-	dns := startDNS(t)
-	f := newFixture(t, pgtest.Engines()[0], Config{DNSResolver: dns.addr})
+	dns := dnstest.Start(t)
+	f := newFixture(t, pgtest.Engines()[0], Config{DNSResolver: dns.Addr})
 	d := f.addDomain("shop.example")
 	publish(dns, d)
 	f.verify(d.ID)
@@ -280,7 +281,7 @@ func TestSendingDomainLostBeforeDelivery(t *testing.T) {
 	if em.From != `"Shop" <hello@shop.example>` {
 		t.Fatalf("accepted from %s", em.From)
 	}
-	dns.set(d.record("dkim").Name)
+	dns.TXT(d.record("dkim").Name)
 	f.verify(d.ID) // failed now
 	f.runDue()
 	got := f.email(em.ID)
@@ -296,8 +297,8 @@ func TestSendingDomainLostBeforeDelivery(t *testing.T) {
 // a header line verifies (its d= tag is never split where a verifier would
 // read a space into it).
 func TestDKIMLongDomain(t *testing.T) {
-	dns := startDNS(t)
-	f := newFixture(t, pgtest.Engines()[0], Config{DNSResolver: dns.addr})
+	dns := dnstest.Start(t)
+	f := newFixture(t, pgtest.Engines()[0], Config{DNSResolver: dns.Addr})
 	name := strings.Repeat("a", 40) + "." + strings.Repeat("b", 40) + "." + strings.Repeat("c", 30) + ".example"
 	d := f.addDomain(name)
 	publish(dns, d)
