@@ -29,8 +29,8 @@ import (
 
 	"golang.org/x/crypto/acme"
 
-	"github.com/svcplatform/platform/internal/dnstest"
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
+	"github.com/svcplatform/platform/internal/dnstest"
 	"github.com/svcplatform/platform/internal/freeport"
 )
 

@@ -582,6 +582,8 @@ func TestDashboardInChromium(t *testing.T) {
 	workspacePages(t, e, owner)
 	servicePages(t, e, owner, prj)
 	mediaPage(t, e, owner, prj)
+	domainsPage(t, e, owner, prj)
+	devicePage(t, e, owner)
 
 	owner.open("/nowhere")
 	owner.waitText("main h1", "No such page")
@@ -624,6 +626,7 @@ func TestDashboardInChromium(t *testing.T) {
 	viewer.check("variables-viewer")
 	viewerPayments(t, e, viewer, prj)
 	viewerPages(t, viewer)
+	viewerWorkspace(t, viewer)
 	// Forced: the same call the owner's button makes, from the viewer's page.
 	type answer struct {
 		Status int    `json:"status"`
@@ -641,4 +644,6 @@ func TestDashboardInChromium(t *testing.T) {
 	if st := e.owner("GET", "/api/projects/"+prj, nil, nil); st != 200 {
 		t.Fatalf("the project after the viewer's delete: %d", st)
 	}
+	// Last, as it leaves the workspace on another plan.
+	planAndWorkspaces(t, e, owner)
 }

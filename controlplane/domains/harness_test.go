@@ -17,7 +17,6 @@ import (
 	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/certs"
 	"github.com/svcplatform/platform/controlplane/clock"
-	"github.com/svcplatform/platform/internal/dnstest"
 	"github.com/svcplatform/platform/controlplane/edgesync"
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
 	"github.com/svcplatform/platform/controlplane/jobs"
@@ -26,6 +25,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/store"
 	"github.com/svcplatform/platform/controlplane/store/pgtest"
 	"github.com/svcplatform/platform/controlplane/usage"
+	"github.com/svcplatform/platform/internal/dnstest"
 	"github.com/svcplatform/platform/rules"
 )
 

@@ -11,12 +11,14 @@ import (
 )
 
 // column is one metadata index held in memory: each slot's indexed value,
-// and whether the slot was written after the index existed.
+// whether the slot was written after the index existed, and a posting list
+// per value (postings.go).
 type column struct {
 	def     indexDef
 	path    []string
 	vals    []filter.Value
 	covered []bool
+	post    postings
 }
 
 // coll is a loaded collection. Writers hold wmu for the whole write (file
@@ -37,9 +39,11 @@ type coll struct {
 	nsOf   []uint32
 	nsNum  map[string]uint32
 	nsName []string
-	cols   []*column
-	seq    int64
-	closed bool
+	// nsSlots lists each namespace's slots, ascending, by number.
+	nsSlots [][]int32
+	cols    []*column
+	seq     int64
+	closed  bool
 }
 
 func newColl(rec record, path string, f *file) (*coll, error) {
@@ -48,7 +52,7 @@ func newColl(rec record, path string, f *file) (*coll, error) {
 		return nil, err
 	}
 	return &coll{rec: rec, path: path, f: f, st: index.NewStore(rec.Dims, m), slotOf: map[string]int32{},
-		nsNum: map[string]uint32{"": 0}, nsName: []string{""}}, nil
+		nsNum: map[string]uint32{"": 0}, nsName: []string{""}, nsSlots: [][]int32{nil}}, nil
 }
 
 // load reads the file into memory: the index is rebuilt from the stored
@@ -88,7 +92,7 @@ func decodeMeta(s string, need bool) map[string]any {
 }
 
 func (c *coll) addColumn(d indexDef) *column {
-	col := &column{def: d, path: splitPath(d.Property)}
+	col := &column{def: d, path: splitPath(d.Property), post: postings{}}
 	col.vals = make([]filter.Value, c.st.Slots())
 	col.covered = make([]bool, c.st.Slots())
 	c.cols = append(c.cols, col)
@@ -132,13 +136,16 @@ func (c *coll) add(r row, prepared []float32, meta map[string]any) {
 		ns = uint32(len(c.nsNum))
 		c.nsNum[r.Namespace] = ns
 		c.nsName = append(c.nsName, r.Namespace)
+		c.nsSlots = append(c.nsSlots, nil)
 	}
 	c.nsOf = append(c.nsOf, ns)
+	c.nsSlots[ns] = append(c.nsSlots[ns], slot)
 	for _, col := range c.cols {
 		covered := r.Seq > col.def.Since
 		var v filter.Value
 		if covered {
 			v = indexedValue(meta, col.path, col.def.Type)
+			col.post.add(v, slot)
 		}
 		col.vals = append(col.vals, v)
 		col.covered = append(col.covered, covered)
@@ -203,8 +210,9 @@ func (c *coll) maybeCompact() bool {
 	nsOf := make([]uint32, 0, live)
 	cols := make([]*column, len(c.cols))
 	for i, col := range c.cols {
-		cols[i] = &column{def: col.def, path: col.path, vals: make([]filter.Value, 0, live), covered: make([]bool, 0, live)}
+		cols[i] = &column{def: col.def, path: col.path, vals: make([]filter.Value, 0, live), covered: make([]bool, 0, live), post: postings{}}
 	}
+	nsSlots := make([][]int32, len(c.nsSlots))
 	slotOf := make(map[string]int32, live)
 	for slot := int32(0); int(slot) < old.Slots(); slot++ {
 		if !old.Alive(slot) {
@@ -214,11 +222,15 @@ func (c *coll) maybeCompact() bool {
 		ids = append(ids, c.ids[slot])
 		slotOf[c.ids[slot]] = ns
 		nsOf = append(nsOf, c.nsOf[slot])
+		nsSlots[c.nsOf[slot]] = append(nsSlots[c.nsOf[slot]], ns)
 		for i, col := range c.cols {
 			cols[i].vals = append(cols[i].vals, col.vals[slot])
 			cols[i].covered = append(cols[i].covered, col.covered[slot])
+			if col.covered[slot] {
+				cols[i].post.add(col.vals[slot], ns)
+			}
 		}
 	}
-	c.st, c.ids, c.slotOf, c.nsOf, c.cols, c.g = st, ids, slotOf, nsOf, cols, nil
+	c.st, c.ids, c.slotOf, c.nsOf, c.nsSlots, c.cols, c.g = st, ids, slotOf, nsOf, nsSlots, cols, nil
 	return true
 }

@@ -185,8 +185,10 @@ func (s *Service) Query(ctx context.Context, p *auth.Principal, id string, req Q
 
 // search ranks under the read lock. Unfiltered queries of a collection
 // with a graph use it, plus an exact scan of the slots the graph does not
-// cover yet; filtered and namespaced ones scan exactly, the filter before
-// ranking, so they return the true top k.
+// cover yet; filtered and namespaced ones rank exactly, the filter before
+// ranking, so they return the true top k: over the shortest posting list
+// (or namespace list) when one is short enough (candidates), otherwise
+// testing every slot.
 func (c *coll) search(q []float32, k int, ns *string, cp *compiled, indexed bool) ([]Match, int) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -211,6 +213,8 @@ func (c *coll) search(q []float32, k int, ns *string, cp *compiled, indexed bool
 	if accept == nil && c.g != nil && c.g.Covered() > 0 {
 		ef := max(index.DefaultEf, 2*k)
 		hits = index.Merge(k, c.g.Search(q, k, ef), c.st.ExactFrom(q, k, c.g.Covered(), nil))
+	} else if cands, ok := c.candidates(ns, cp); ok {
+		hits = c.st.ExactSlots(q, k, cands, accept)
 	} else {
 		hits = c.st.Exact(q, k, accept)
 	}

@@ -73,6 +73,22 @@ func TestQuantizedExactEqualsFloat(t *testing.T) {
 					t.Fatalf("%d slots: below the quantized threshold", s.Slots())
 				}
 				odd := func(slot int32) bool { return slot%3 != 0 }
+				// Posting lists: short (float32 only), long (bounded by the
+				// codes) and every slot shuffled (any order).
+				var short, long, every []int32
+				for slot := int32(0); int(slot) < s.Slots(); slot++ {
+					if slot%97 == 1 {
+						short = append(short, slot)
+					}
+					if slot%7 == 3 {
+						long = append(long, slot)
+					}
+					every = append(every, slot)
+				}
+				rng.Shuffle(len(every), func(i, j int) { every[i], every[j] = every[j], every[i] })
+				if len(short) >= minSlotsQuantized || len(long) < minSlotsQuantized {
+					t.Fatalf("lists of %d and %d slots miss the paths", len(short), len(long))
+				}
 				for i, q := range synth.Queries(nq, dims, 20, 0.3, uint64(dims)) {
 					if i%5 == 0 {
 						q = data[rng.IntN(len(data))] // a stored vector: a tie at the top
@@ -86,6 +102,16 @@ func TestQuantizedExactEqualsFloat(t *testing.T) {
 							}
 							if from := s.Slots() / 3; !slices.Equal(s.ExactFrom(p, k, from, accept), s.ExactFloatFrom(p, k, from, accept)) {
 								t.Fatalf("query %d k %d: ExactFrom differs", i, k)
+							}
+							for li, list := range [][]int32{short, long, every} {
+								in := make(map[int32]bool, len(list))
+								for _, slot := range list {
+									in[slot] = true
+								}
+								want := s.ExactFloat(p, k, func(slot int32) bool { return in[slot] && (accept == nil || accept(slot)) })
+								if got := s.ExactSlots(p, k, list, accept); !slices.Equal(got, want) {
+									t.Fatalf("query %d k %d filter %v list %d: ExactSlots %v\nfloat %v", i, k, accept != nil, li, got, want)
+								}
 							}
 						}
 					}
@@ -112,6 +138,13 @@ func TestQuantizedTinyAndZero(t *testing.T) {
 	for _, q := range [][]float32{make([]float32, 16), {1e-30, 2, -3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}} {
 		if got, want := s.Exact(q, 7, nil), s.ExactFloat(q, 7, nil); !slices.Equal(got, want) {
 			t.Fatalf("quantized %v, float %v", got, want)
+		}
+		all := make([]int32, s.Slots())
+		for i := range all {
+			all[i] = int32(i)
+		}
+		if got, want := s.ExactSlots(q, 7, all, nil), s.ExactFloat(q, 7, nil); !slices.Equal(got, want) {
+			t.Fatalf("ExactSlots %v, float %v", got, want)
 		}
 	}
 }

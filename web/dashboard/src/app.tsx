@@ -15,6 +15,7 @@ import { Deployment } from "./pages/Deployment";
 import { NotFound } from "./pages/NotFound";
 import { lazyPage } from "./components/lazy";
 import { pickProject, redirect } from "./pages/Redirects";
+import { WorkspaceSwitcher } from "./components/switcher";
 
 // Pages loaded when first opened (components/lazy.tsx).
 const Databases = lazyPage(() => import("./pages/Databases").then((m) => m.Databases));
@@ -46,6 +47,10 @@ const ProjectMemory = lazyPage(() => import("./pages/Storage").then((m) => m.Pro
 const MemoryStore = lazyPage(() => import("./pages/Storage").then((m) => m.MemoryStore));
 const ProjectBuckets = lazyPage(() => import("./pages/Storage").then((m) => m.ProjectBuckets));
 const BucketPage = lazyPage(() => import("./pages/Storage").then((m) => m.BucketPage));
+const Workspace = lazyPage(() => import("./pages/Workspaces").then((m) => m.Workspace));
+const Plans = lazyPage(() => import("./pages/Workspaces").then((m) => m.Plans));
+const ProjectDomains = lazyPage(() => import("./pages/Domains").then((m) => m.ProjectDomains));
+const Device = lazyPage(() => import("./pages/Device").then((m) => m.Device));
 
 type Route = { path: string; page: FunctionComponent; nav?: string };
 
@@ -94,6 +99,10 @@ const routes: Route[] = [
   { path: "/memory/:id", page: MemoryStore, nav: "/" },
   { path: "/projects/:id/buckets", page: ProjectBuckets, nav: "/" },
   { path: "/buckets/:id", page: BucketPage, nav: "/" },
+  { path: "/projects/:id/domains", page: ProjectDomains, nav: "/" },
+  { path: "/workspace", page: Workspace, nav: "/workspace" },
+  { path: "/plan", page: Plans, nav: "/plan" },
+  { path: "/device", page: Device, nav: "" },
   // Addresses the attention list and the API's links name.
   { path: "/settings/billing", page: redirect(() => "/usage"), nav: "/usage" },
   { path: "/shield", page: redirect(() => "/security/shield"), nav: "/security" },
@@ -106,7 +115,9 @@ const routes: Route[] = [
   { path: "/projects/:id/auth-pools/:pool", page: redirect((p) => `/auth-pools/${p.pool}`), nav: "/" },
   { path: "/projects/:id/emails", page: redirect((p) => `/projects/${p.id}/mail`), nav: "/" },
   { path: "/projects/:id/emails/domains", page: redirect((p) => `/projects/${p.id}/mail`), nav: "/" },
-  { path: "/projects/:id/domains", page: redirect((p) => `/projects/${p.id}/settings`), nav: "/" },
+  { path: "/settings/plan", page: redirect(() => "/plan"), nav: "/plan" },
+  { path: "/plans", page: redirect(() => "/plan"), nav: "/plan" },
+  { path: "/settings/workspace", page: redirect(() => "/workspace"), nav: "/workspace" },
 ];
 
 function find(list: Route[], path: string): [Route, Params] | null {
@@ -201,6 +212,8 @@ const sections: [string, string][] = [
   ["/members", "Members"],
   ["/keys", "API keys"],
   ["/usage", "Usage"],
+  ["/plan", "Plan"],
+  ["/workspace", "Workspace"],
   ["/security", "Security"],
   ["/audit", "Audit log"],
 ];
@@ -212,6 +225,7 @@ function Shell(props: { current: string; session: Session; signOut: () => void }
       <div class="brand">
         <a href="/">{session.workspace.name}</a>
         <span class="muted small"> · {session.workspace.plan} plan</span>
+        <WorkspaceSwitcher />
       </div>
       <nav aria-label="Sections">
         <ul>

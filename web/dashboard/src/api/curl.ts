@@ -1,7 +1,8 @@
 // The equivalent curl call of a dashboard action, so the dashboard teaches
 // the API. It uses an API key ($KEY) rather than the session cookie.
 
-function quote(s: string): string {
+// quote makes s one shell word.
+export function quote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
@@ -9,6 +10,12 @@ export type CurlOptions = {
   // public calls (sign-in, accepting an invitation) carry no key
   public?: boolean;
 };
+
+// cli is a platform command line: plain words stay as they are, others
+// are quoted.
+export function cli(...words: (string | number)[]): string {
+  return ["platform", ...words.map((w) => (/^[A-Za-z0-9_./:=@%+-]+$/.test(String(w)) ? String(w) : quote(String(w))))].join(" ");
+}
 
 export function curl(method: string, path: string, body?: unknown, opts: CurlOptions = {}): string {
   const parts = ["curl"];

@@ -61,17 +61,28 @@ export function CopyButton(props: { text: string; label?: string }) {
   );
 }
 
-// Curl shows the call a form makes as a curl command, copyable.
-export function Curl(props: { method: string; path: string; body?: unknown; what?: string } & CurlOptions) {
+// Curl shows the call a form makes as a curl command, copyable, and, where
+// the command line has one, the same action as a `platform` command.
+export function Curl(props: { method: string; path: string; body?: unknown; what?: string; cli?: string } & CurlOptions) {
   const text = curl(props.method, props.path, props.body, props);
+  const label = props.cli ? "the API call (curl) and the CLI command" : "the API call (curl)";
   return (
     <details class="curl">
-      <summary>{props.what ? `${props.what}: the API call (curl)` : "Show the API call (curl)"}</summary>
+      <summary>{props.what ? `${props.what}: ${label}` : `Show ${label}`}</summary>
       <pre>
         <code>{text}</code>
       </pre>
       <CopyButton text={text} label="Copy command" />
       {!props.public && <p class="muted small">$KEY is an API key: create one on the Keys page.</p>}
+      {props.cli && (
+        <>
+          <pre class="cli">
+            <code>{props.cli}</code>
+          </pre>
+          <CopyButton text={props.cli} label="Copy CLI command" />
+          <p class="muted small">The platform command line, after platform login (platform login --device signs it in from this browser).</p>
+        </>
+      )}
     </details>
   );
 }

@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { api, unwrap, type Schemas } from "../api/client";
+import { cli } from "../api/curl";
 import { useParams } from "../router";
 import { useCan } from "../session";
 import { Badge, bytes, Curl, ErrorNote, Loading, Page, TextArea } from "../components/ui";
@@ -145,7 +146,7 @@ export function DatabaseConsole() {
               <button type="submit" disabled={run.busy}>
                 {run.busy ? "Running…" : "Run"}
               </button>
-              <Curl method="POST" path={`/api/databases/${id}`} body={{ sql, ...(curlParams ? { params: curlParams } : {}) }} />
+              <Curl method="POST" path={`/api/databases/${id}`} body={{ sql, ...(curlParams ? { params: curlParams } : {}) }} cli={cli("db", "query", sql || "SELECT 1", ...(curlParams ?? []).map((v) => (typeof v === "string" ? v : JSON.stringify(v))), "--db", id, "--project", d.projectId)} />
             </form>
           ) : (
             <p class="note">Running SQL needs a developer or above (queries need full access, even SELECT).</p>

@@ -1,5 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, unwrap, type Paths } from "../api/client";
+import { cli } from "../api/curl";
 import { useParams } from "../router";
 import { useCan } from "../session";
 import { Badge, Curl, duration, ErrorNote, Loading, Page, When } from "../components/ui";
@@ -101,6 +102,7 @@ export function Deployment() {
             </section>
           )}
           <Curl method="GET" path={`/api/deployments/${dep}`} />
+          {streams && <Curl what="Follow the log" method="GET" path={`/api/projects/${id}/logs?deployment=${dep}&follow=1`} cli={cli("logs", "--follow", "--deployment", dep, "--project", id)} />}
         </>
       )}
     </Page>

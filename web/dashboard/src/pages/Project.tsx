@@ -1,6 +1,7 @@
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import { api, ApiError, unwrap, type Schemas } from "../api/client";
+import { cli } from "../api/curl";
 import { navigate, useLocation, useParams } from "../router";
 import { useCan, useSession } from "../session";
 import { Badge, bytes, Curl, duration, ErrorNote, Field, Loading, Page, When } from "../components/ui";
@@ -27,6 +28,7 @@ export function ProjectLayout(props: { tab: string; children: (d: Detail, reload
     ["/auth-pools", "Sign-in pools"],
     ["/memory", "Memory"],
     ["/buckets", "Buckets"],
+    ["/domains", "Domains"],
     ["/settings", "Settings"],
   ];
   const title = d ? `${d.project.name}${props.tab ? ` · ${tabs.find(([t]) => t === props.tab)?.[1]}` : ""}` : "Project";
@@ -155,7 +157,7 @@ function DeployButton(props: { d: Detail; onDone: () => void }) {
         {act.busy ? "Deploying…" : "Deploy"}
       </button>
       <ErrorNote error={act.error} />
-      <Curl method="POST" path={`/api/projects/${id}/deploy`} />
+      <Curl method="POST" path={`/api/projects/${id}/deploy`} cli={cli("deploy", "--project", id)} />
     </div>
   );
 }
@@ -232,7 +234,7 @@ function DeploymentList(props: { d: Detail; reloadProject: () => Promise<void> }
         </table>
       )}
       {mayRollback && candidate?.repoId && (
-        <Curl what="Roll back" method="POST" path={`/api/repos/${candidate.repoId}/deploy`} body={{ projectId: id, commit: candidate.commit }} />
+        <Curl what="Roll back" method="POST" path={`/api/repos/${candidate.repoId}/deploy`} body={{ projectId: id, commit: candidate.commit }} cli={cli("rollback", candidate.commit, "--project", id)} />
       )}
     </section>
   );
@@ -316,8 +318,8 @@ function EditableVariables(props: { id: string; mayWrite: boolean }) {
       )}
       {props.mayWrite && vars.length > 0 && (
         <>
-          <Curl what="Change a variable" method="PATCH" path={`/api/projects/${id}/env/${vars[0]!.id}`} body={{ value: "<new value>" }} />
-          <Curl what="Delete a variable" method="DELETE" path={`/api/projects/${id}/env/${vars[0]!.id}`} />
+          <Curl what="Change a variable" method="PATCH" path={`/api/projects/${id}/env/${vars[0]!.id}`} body={{ value: "<new value>" }} cli={cli("env", "set", vars[0]!.key, "--project", id)} />
+          <Curl what="Delete a variable" method="DELETE" path={`/api/projects/${id}/env/${vars[0]!.id}`} cli={cli("env", "rm", vars[0]!.key, "--project", id)} />
         </>
       )}
       {env.data && Object.keys(env.data.system).length > 0 && (
@@ -346,7 +348,7 @@ function EditableVariables(props: { id: string; mayWrite: boolean }) {
           <button type="submit" disabled={add.busy}>
             Save variable
           </button>
-          <Curl method="POST" path={`/api/projects/${id}/env`} body={{ key, value: value ? "<value>" : "" }} />
+          <Curl method="POST" path={`/api/projects/${id}/env`} body={{ key, value: value ? "<value>" : "" }} cli={cli("env", "set", key || "KEY", "--project", id)} />
         </form>
       )}
     </section>
