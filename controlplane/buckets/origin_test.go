@@ -18,9 +18,9 @@ func TestRequestOrigin(t *testing.T) {
 		{"the public host behind a TLS proxy", "https://cp.example.com", "cp.example.com", false, "https://cp.example.com"},
 		{"the public URL with a path", "https://example.com/platform", "example.com", false, "https://example.com/platform"},
 		{"the S3 host, public URL https", "https://cp.example.com", "s3.example.com", false, "https://s3.example.com"},
-		{"the S3 host over TLS", "http://127.0.0.1:7070", "s3.example.com", true, "https://s3.example.com"},
-		{"the API address", "http://127.0.0.1:7070", "127.0.0.1:7070", false, "http://127.0.0.1:7070"},
-		{"another host over plain HTTP", "http://127.0.0.1:7070", "10.0.0.2:7070", false, "http://10.0.0.2:7070"},
+		{"the S3 host over TLS", "http://127.0.0.1:17070", "s3.example.com", true, "https://s3.example.com"},
+		{"the API address", "http://127.0.0.1:17070", "127.0.0.1:17070", false, "http://127.0.0.1:17070"},
+		{"another host over plain HTTP", "http://127.0.0.1:17070", "10.0.0.2:17070", false, "http://10.0.0.2:17070"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &Service{cfg: Config{PublicBaseURL: tc.public}}

@@ -166,7 +166,8 @@ type CodeAnswer struct {
 	// DeviceCode is the secret the command line polls with; never shown
 	// to a person.
 	DeviceCode string `json:"deviceCode"`
-	// UserCode is what the person approves (XXXX-XXXX).
+	// UserCode is what the person approves: eight letters of userAlphabet
+	// in two groups of four, e.g. "BCDF-GHJK".
 	UserCode string `json:"userCode"`
 	// VerificationURI is where a member approves it (the dashboard).
 	VerificationURI string `json:"verificationUri"`
