@@ -57,12 +57,18 @@ $(SDK_DEPS): $(SDK)/package-lock.json $(SDK)/package.json
 $(SDK_GEN): $(SDK_DEPS) $(shell find controlplane -name '*.go' ! -name '*_test.go' 2>/dev/null)
 	cd $(SDK) && GO="$(GO)" npm run --silent gen
 
-## testdeps: npm packages tests load (hls.js for the media playback test; the TypeScript SDK,
-## which `go test ./sdk/typescript` builds and runs against a control plane), from their lockfiles
+## testdeps: npm packages tests load (hls.js for the media playback test; Vite for the CLI's build
+## test; the TypeScript SDK, which `go test ./sdk/typescript` builds and runs against a control
+## plane), from their lockfiles
 HLSJS := controlplane/media/testdata/hlsjs
-testdeps: $(HLSJS)/node_modules/.package-lock.json sdk
+VITE_SITE := cli/testdata/vite-site
+testdeps: $(HLSJS)/node_modules/.package-lock.json $(VITE_SITE)/node_modules/.package-lock.json sdk
 $(HLSJS)/node_modules/.package-lock.json: $(HLSJS)/package-lock.json $(HLSJS)/package.json
 	cd $(HLSJS) && npm ci --no-audit --no-fund
+# the Vite site the CLI test deploys: npm's cache of its packages, which the
+# test hands to the platform's build so npm ci runs there without network
+$(VITE_SITE)/node_modules/.package-lock.json: $(VITE_SITE)/package-lock.json $(VITE_SITE)/package.json
+	cd $(VITE_SITE) && npm ci --no-audit --no-fund --cache .npm-cache
 
 ## test: formatting, vet, staticcheck, then every test with the race detector (the dashboard's in
 ## Chromium among them), then the control plane's tests again with PostgreSQL as the store (Debian

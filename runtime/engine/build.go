@@ -183,8 +183,17 @@ func (e *Engine) runStep(ctx context.Context, b Build, dir string, st BuildStep,
 	slices.Sort(list)
 	// HOME and the caches are relative to the working directory, which is
 	// the build directory in every sandbox (Bwrap mounts it at /app).
+	// npm takes what the project's cache holds without asking the registry
+	// again (a lockfile pins every tarball by its integrity sum), and a
+	// build without network asks the registry not at all: npm's retries
+	// against an unreachable registry would cost minutes per package
+	// before failing.
+	npm := `npm_config_prefer_offline=true`
+	if !b.Network {
+		npm = `npm_config_offline=true`
+	}
 	script := `c="$PWD/` + cacheInBuild + `"; export HOME="$c/home" npm_config_cache="$c/npm" GOCACHE="$c/go-build" GOMODCACHE="$c/go-mod" ` +
-		`npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false; mkdir -p "$HOME"; ` + st.Command
+		npm + ` npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false; mkdir -p "$HOME"; ` + st.Command
 	prep, err := e.box.Prepare(sandbox.App{ID: "build-" + b.ID, Dir: dir, Argv: []string{"/bin/sh", "-c", script}, Env: list, Offline: !b.Network})
 	if err != nil {
 		return fmt.Errorf("could not start: %v", err)

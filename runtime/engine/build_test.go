@@ -100,6 +100,12 @@ func TestBuildFailures(t *testing.T) {
 			[]string{"ran past the build time limit of 300ms", "last output: slow"}, ""},
 		{"output limit", Build{LogBytes: 1000, Steps: []BuildStep{{Name: "build", Command: "i=0; while [ $i -lt 500 ]; do echo line $i; i=$((i+1)); done; exit 1"}}},
 			[]string{"failed with exit status 1", "line 499"}, "build output past 0 KiB is not logged"},
+		// npm answers from the project's cache; without network it does
+		// not try the registry at all.
+		{"npm without network", Build{Steps: []BuildStep{{Name: "install", Command: `echo "offline=$npm_config_offline prefer=$npm_config_prefer_offline."; exit 4`}}},
+			[]string{"offline=true prefer=."}, ""},
+		{"npm with network", Build{Network: true, Steps: []BuildStep{{Name: "install", Command: `echo "offline=$npm_config_offline prefer=$npm_config_prefer_offline."; exit 4`}}},
+			[]string{"offline= prefer=true."}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out collected

@@ -1,0 +1,1 @@
+document.getElementById("msg").textContent = "hello from vite " + (2 + 40);
