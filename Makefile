@@ -114,11 +114,18 @@ fuzz:
 bench:
 	BENCH_COMMAND="make bench" GO="$(GO)" bash bench/run.sh
 	GO="$(GO)" PLATFORM_BIN=bin/platform bash bench/peers.sh
+	GO="$(GO)" PLATFORM_BIN=bin/platform bash bench/build.sh
 
 ## bench-areas: vector search, the AI gateway and databases against hnswlib/FAISS, Portkey and
 ## D1 under miniflare (bench/peers.sh; ONLY=vectors,ai,databases)
 bench-areas:
 	GO="$(GO)" bash bench/peers.sh
+
+## bench-build: the edge's p99 on a cached page while a project builds on the same core, against
+## idle (bench/build.sh; QUICK=1 for a smoke run)
+.PHONY: bench-build
+bench-build:
+	GO="$(GO)" bash bench/build.sh
 
 ## bench-go: the Go benchmarks beside the code
 .PHONY: bench-go
