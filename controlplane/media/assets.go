@@ -153,7 +153,7 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, projectID strin
 		return Created{}, err
 	}
 	if kind == KindLive {
-		if err := s.liveAvailable(); err != nil {
+		if err := s.liveAvailable(ctx); err != nil {
 			return Created{}, err
 		}
 	}

@@ -11,10 +11,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/audit"
@@ -59,14 +61,23 @@ const livePlaylist = "index.m3u8"
 type liveServer struct {
 	cfg    LiveConfig
 	rc     rtmp.Config
-	srv    *rtmp.Server
-	tls    *rtmp.TLSProxy
+	tlsCfg *tls.Config
+	// err is set at construction when the packages are missing.
 	err    error
 	secret string
+	// started is closed once Run has started the server (or failed to),
+	// or at construction when it cannot start.
+	started     chan struct{}
+	markStarted func()
+
+	mu  sync.Mutex
+	srv *rtmp.Server
+	tls *rtmp.TLSProxy
 }
 
-// newLiveServer starts nginx; a missing package is not an error here
-// (video works without it) but makes live creates answer 503.
+// newLiveServer prepares the RTMP server that Run starts; a missing
+// package is not an error here (video works without it) but makes live
+// creates answer 503.
 func newLiveServer(s *Service, c LiveConfig) (*liveServer, error) {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:1935"
@@ -74,41 +85,49 @@ func newLiveServer(s *Service, c LiveConfig) (*liveServer, error) {
 	if c.NotifyBaseURL == "" {
 		return nil, errors.New("media: live needs the API's base URL for the RTMP server's callbacks")
 	}
-	var tlsCfg *tls.Config
+	ls := &liveServer{cfg: c, started: make(chan struct{})}
+	ls.markStarted = sync.OnceFunc(func() { close(ls.started) })
 	if c.TLSListen != "" {
 		var err error
-		if tlsCfg, err = c.tlsConfig(); err != nil {
+		if ls.tlsCfg, err = c.tlsConfig(); err != nil {
 			return nil, err
 		}
 	}
 	if c.IngestURL == "" {
-		c.IngestURL = "rtmp://" + c.Listen + "/" + rtmp.App
+		ls.cfg.IngestURL = "rtmp://" + c.Listen + "/" + rtmp.App
 		if c.TLSListen != "" {
-			c.IngestURL = "rtmps://" + ingestHost(c.TLSListen) + "/" + rtmp.App
+			ls.cfg.IngestURL = "rtmps://" + ingestHost(c.TLSListen) + "/" + rtmp.App
 		}
 	}
 	var b [32]byte
 	rand.Read(b[:])
-	ls := &liveServer{cfg: c, secret: hex.EncodeToString(b[:])}
+	ls.secret = hex.EncodeToString(b[:])
 	ls.rc = rtmp.Config{Nginx: c.Nginx, Module: c.Module, Dir: filepath.Join(s.cfg.Dir, "live"), Listen: c.Listen,
 		Notify: strings.TrimRight(c.NotifyBaseURL, "/") + "/media/live/hooks/" + ls.secret, UpdateSeconds: c.UpdateSeconds, Logger: s.d.Logger}
-	srv, err := rtmp.Start(context.Background(), ls.rc)
-	if errors.Is(err, rtmp.ErrMissing) {
+	if err := ls.rc.Find(); err != nil {
 		ls.err = err
+		ls.markStarted()
 		s.d.Logger.Warn("media: live channels unavailable", "err", err)
-		return ls, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("media: live: %w", err)
-	}
-	ls.srv = srv
-	if tlsCfg != nil {
-		if ls.tls, err = rtmp.ListenTLS(c.TLSListen, tlsCfg, c.Listen, s.d.Logger); err != nil {
-			srv.Close()
-			return nil, fmt.Errorf("media: live: %w", err)
-		}
 	}
 	return ls, nil
+}
+
+// start starts nginx (and the RTMPS front) and marks the server started.
+func (ls *liveServer) start(ctx context.Context, log *slog.Logger) error {
+	defer ls.markStarted()
+	srv, err := rtmp.Start(ctx, ls.rc)
+	if err != nil {
+		return fmt.Errorf("media: live: %w", err)
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.srv = srv
+	if ls.tlsCfg != nil {
+		if ls.tls, err = rtmp.ListenTLS(ls.cfg.TLSListen, ls.tlsCfg, ls.cfg.Listen, log); err != nil {
+			return errors.Join(fmt.Errorf("media: live: %w", err), ls.closeLocked())
+		}
+	}
+	return nil
 }
 
 // tlsConfig is RTMPS's configuration: TLS, or the certificate files.
@@ -142,12 +161,20 @@ func ingestHost(listen string) string {
 func (ls *liveServer) hlsDir() string              { return ls.rc.HLSDir() }
 func (ls *liveServer) channelDir(id string) string { return filepath.Join(ls.rc.HLSDir(), id) }
 func (ls *liveServer) close() error {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.closeLocked()
+}
+
+func (ls *liveServer) closeLocked() error {
 	var err error
 	if ls.tls != nil {
 		err = ls.tls.Close()
+		ls.tls = nil
 	}
 	if ls.srv != nil {
 		err = errors.Join(err, ls.srv.Close())
+		ls.srv = nil
 	}
 	return err
 }
@@ -156,13 +183,25 @@ func (ls *liveServer) close() error {
 var ErrLiveUnavailable = api.E(api.KindUnavailable, "live_unavailable",
 	"live channels need the Debian packages nginx and libnginx-mod-rtmp on the platform's host")
 
-// liveAvailable is nil when live channels can be created.
-func (s *Service) liveAvailable() error {
+// liveAvailable is nil when live channels can be created. While Run is
+// starting the RTMP server it waits for it (or for ctx).
+func (s *Service) liveAvailable(ctx context.Context) error {
 	if s.live == nil {
 		return ErrLiveUnavailable
 	}
+	select {
+	case <-s.live.started:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	if s.live.err != nil {
 		return ErrLiveUnavailable.Wrap(s.live.err)
+	}
+	s.live.mu.Lock()
+	up := s.live.srv != nil
+	s.live.mu.Unlock()
+	if !up {
+		return ErrLiveUnavailable.Wrap(errors.New("the RTMP server is not running"))
 	}
 	return nil
 }
@@ -230,7 +269,7 @@ func (s *Service) Action(ctx context.Context, p *auth.Principal, id string, req 
 		if err := s.d.Projects.RequireActive(ctx, r.Project); err != nil {
 			return Asset{}, err
 		}
-		if err := s.liveAvailable(); err != nil {
+		if err := s.liveAvailable(ctx); err != nil {
 			return Asset{}, err
 		}
 	}

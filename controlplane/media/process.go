@@ -16,11 +16,19 @@ import (
 
 // Run runs the processing pool until ctx ends: cfg.Workers workers fed
 // every video in processing (those left by a previous run too) when woken
-// and every RescanEvery. With Config.NoWorkers it runs nothing (a job
-// runner or the tests call Process). A video interrupted by ctx's end
-// resumes at the next Run.
+// and every RescanEvery. With Config.NoWorkers it runs no worker (a job
+// runner or the tests call Process) and waits for ctx's end. A video
+// interrupted by ctx's end resumes at the next Run. With Config.Live it
+// first starts the RTMP server (nginx), stopped when Run returns.
 func (s *Service) Run(ctx context.Context) error {
+	if s.live != nil && s.live.err == nil {
+		if err := s.live.start(ctx, s.d.Logger); err != nil {
+			return err
+		}
+		defer s.live.close()
+	}
 	if s.cfg.NoWorkers {
+		<-ctx.Done()
 		return nil
 	}
 	var wg sync.WaitGroup

@@ -260,8 +260,8 @@ func New(cfg Config, d Deps) (*Service, error) {
 	return s, nil
 }
 
-// Close stops the live server. Call it after Run has returned (videos it
-// interrupted resume at the next Run).
+// Close stops the live server if Run left it running. Call it after Run
+// has returned (videos it interrupted resume at the next Run).
 func (s *Service) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
