@@ -257,9 +257,9 @@ func (s *Service) account(rec record, out []outcome, size int64) {
 		s.storage.set(rec.ID, size)
 	}
 	now := s.d.Clock.Now()
-	s.usage.add(rec.Workspace, rec.Project, metering.DatabaseQueries, float64(len(out)), now)
-	s.usage.add(rec.Workspace, rec.Project, metering.RowsRead, float64(read), now)
-	s.usage.add(rec.Workspace, rec.Project, metering.RowsWritten, float64(written), now)
+	s.usage.Add(rec.Workspace, rec.Project, metering.DatabaseQueries, float64(len(out)), now)
+	s.usage.Add(rec.Workspace, rec.Project, metering.RowsRead, float64(read), now)
+	s.usage.Add(rec.Workspace, rec.Project, metering.RowsWritten, float64(written), now)
 }
 
 // unreachable explains why a database could not be reached.

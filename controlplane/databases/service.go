@@ -208,8 +208,8 @@ type Deps struct {
 	Limiter ratelimit.Limiter
 	// Audit records creates, retries, deletes and exports.
 	Audit *audit.Log
-	// Meter receives query and row counts.
-	Meter metering.Recorder
+	// Meter receives query and row counts, one batch per flush.
+	Meter metering.BatchRecorder
 	// Projects says whether a project takes new databases.
 	Projects Projects
 	// Plans tells each workspace's plan.
@@ -235,7 +235,7 @@ type Service struct {
 	records *records
 	open    *handles
 	limiter ratelimit.Limiter
-	usage   *usage
+	usage   *metering.Aggregator
 	storage *storage
 	exports sync.WaitGroup
 	pause   atomic.Pointer[exportPause]
@@ -307,7 +307,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	if s.limiter == nil {
 		s.limiter = ratelimit.For(d.DB, d.Clock)
 	}
-	s.usage = newUsage(d.Meter)
+	s.usage = metering.NewAggregator(d.Meter, d.Clock)
 	s.storage = newStorage()
 	if d.Cluster != nil {
 		s.fwd.Store(d.Cluster)
@@ -429,7 +429,7 @@ func (s *Service) flushLoop(ctx context.Context) {
 // Flush records the query and row counts gathered since the last flush as
 // usage events, and stores each database's last measured size.
 func (s *Service) Flush(ctx context.Context) error {
-	err := s.usage.flush(ctx)
+	err := s.usage.Flush(ctx)
 	sizes := s.storage.dirty()
 	if len(sizes) > 0 {
 		err = errors.Join(err, s.records.saveSizes(ctx, sizes, s.d.Clock.Now()))

@@ -57,9 +57,11 @@ func NewAggregator(rec BatchRecorder, clk clock.Clock) *Aggregator {
 }
 
 // Add counts quantity of metric for workspace and project at time at (zero
-// for now). Empty workspaces, empty metrics and zero quantities are ignored.
+// for now). Empty workspaces, empty metrics and zero quantities are
+// ignored, and so is everything on a nil Aggregator (an area built
+// without a meter).
 func (a *Aggregator) Add(workspace, project string, metric Metric, quantity float64, at time.Time) {
-	if quantity == 0 || workspace == "" || metric == "" {
+	if a == nil || quantity == 0 || workspace == "" || metric == "" {
 		return
 	}
 	if at.IsZero() {
@@ -97,6 +99,9 @@ func (a *Aggregator) Pending() int {
 // written first by the next flush; what is added meanwhile goes in the
 // batch after it.
 func (a *Aggregator) Flush(ctx context.Context) error {
+	if a == nil {
+		return nil
+	}
 	a.flushMu.Lock()
 	defer a.flushMu.Unlock()
 	for range 2 { // the retried batch, then what was added since

@@ -73,6 +73,12 @@ type BatchRecorder interface {
 	RecordBatch(ctx context.Context, id string, events []Event) error
 }
 
+// Sink records single events and batches; *Meter is one.
+type Sink interface {
+	Recorder
+	BatchRecorder
+}
+
 // ErrInvalidEvent is returned for an event without a workspace or metric.
 var ErrInvalidEvent = errors.New("metering: event needs a workspace and a metric")
 

@@ -270,3 +270,13 @@ func BenchmarkKeyCall(b *testing.B) {
 		}
 	})
 }
+
+// TestNilAggregator: an area built without a meter holds a nil Aggregator,
+// which counts nothing and flushes nothing.
+func TestNilAggregator(t *testing.T) {
+	var a *metering.Aggregator
+	a.Add("ws_1", "prj_1", metering.DatabaseQueries, 3, time.Time{})
+	if err := a.Flush(context.Background()); err != nil {
+		t.Fatalf("Flush on nil: %v", err)
+	}
+}

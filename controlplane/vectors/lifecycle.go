@@ -324,7 +324,7 @@ func (s *Service) IndexMetadata(ctx context.Context, p *auth.Principal, id strin
 	if err != nil {
 		s.d.Logger.Warn("vectors: audit index-metadata", "collection", id, "err", err)
 	}
-	s.usage.add(c.rec.Workspace, c.rec.Project, MetricOperations, 1, s.d.Clock.Now())
+	s.usage.Add(c.rec.Workspace, c.rec.Project, MetricOperations, 1, s.d.Clock.Now())
 	return collectionOf(c.rec, c.indexDefs(), c.count()), nil
 }
 

@@ -178,8 +178,8 @@ func (s *Service) Query(ctx context.Context, p *auth.Principal, id string, req Q
 		}
 	}
 	now := s.d.Clock.Now()
-	s.usage.add(c.rec.Workspace, c.rec.Project, MetricOperations, 1, now)
-	s.usage.add(c.rec.Workspace, c.rec.Project, MetricQueriedDimensions, float64(live*c.rec.Dims), now)
+	s.usage.Add(c.rec.Workspace, c.rec.Project, MetricOperations, 1, now)
+	s.usage.Add(c.rec.Workspace, c.rec.Project, MetricQueriedDimensions, float64(live*c.rec.Dims), now)
 	return QueryAnswer{Count: len(matches), Matches: matches}, nil
 }
 

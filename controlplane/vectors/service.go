@@ -99,7 +99,7 @@ type Deps struct {
 	// Audit records creates, index changes and deletes.
 	Audit *audit.Log
 	// Meter receives operation counts and stored vectors.
-	Meter metering.Recorder
+	Meter metering.Sink
 	// Projects says which projects exist and accept changes.
 	Projects Projects
 	// Plans tells each workspace's plan.
@@ -116,7 +116,7 @@ type Service struct {
 	cfg     Config
 	d       Deps
 	records records
-	usage   *usage
+	usage   *metering.Aggregator
 
 	mu    sync.Mutex
 	colls map[string]*collSlot
@@ -180,7 +180,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("vectors: directory %s: %w", cfg.Dir, err)
 	}
-	s := &Service{cfg: cfg, d: d, records: records{d.DB}, usage: newUsage(d.Meter), colls: map[string]*collSlot{},
+	s := &Service{cfg: cfg, d: d, records: records{d.DB}, usage: newUsage(d.Meter, d.Clock), colls: map[string]*collSlot{},
 		kick: make(chan struct{}, 1)}
 	if err := s.sweep(ctx); err != nil {
 		return nil, err
@@ -419,7 +419,7 @@ func (s *Service) flushLoop(ctx context.Context) {
 // Flush records the operations counted since the last flush, and once per
 // UTC day each collection's stored vectors.
 func (s *Service) Flush(ctx context.Context) error {
-	err := s.usage.flush(ctx)
+	err := s.usage.Flush(ctx)
 	if s.d.Meter == nil {
 		return err
 	}
@@ -448,7 +448,7 @@ func (s *Service) Close() error {
 		for _, c := range s.loaded() {
 			s.forget(c.rec.ID)
 		}
-		err = s.usage.flush(context.Background())
+		err = s.usage.Flush(context.Background())
 	})
 	return err
 }

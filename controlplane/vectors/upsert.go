@@ -263,7 +263,7 @@ func (s *Service) Upsert(ctx context.Context, p *auth.Principal, id string, body
 	if graph {
 		s.poke()
 	}
-	s.usage.add(c.rec.Workspace, c.rec.Project, MetricOperations, 1, s.d.Clock.Now())
+	s.usage.Add(c.rec.Workspace, c.rec.Project, MetricOperations, 1, s.d.Clock.Now())
 	ids := make([]string, len(rows))
 	for i, r := range rows {
 		ids[i] = r.ID
@@ -321,6 +321,6 @@ func (s *Service) DeleteVectors(ctx context.Context, p *auth.Principal, id strin
 	if gone == nil {
 		gone = []string{}
 	}
-	s.usage.add(c.rec.Workspace, c.rec.Project, MetricOperations, 1, s.d.Clock.Now())
+	s.usage.Add(c.rec.Workspace, c.rec.Project, MetricOperations, 1, s.d.Clock.Now())
 	return MutationAnswer{MutationID: strconv.FormatInt(seq, 10), Count: n, IDs: gone}, nil
 }
