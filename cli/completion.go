@@ -18,7 +18,8 @@ var subcommands = map[string][]string{
 var commandFlags = map[string][]string{
 	"login":      {"--api", "--key", "--device", "--approve", "--help"},
 	"link":       {"--project", "--create", "--help"},
-	"deploy":     {"--project", "--message", "--json", "--help"},
+	"deploy":     {"--project", "--message", "--preview", "--json", "--help"},
+	"promote":    {"--project", "--json", "--help"},
 	"rollback":   {"--project", "--json", "--help"},
 	"env":        {"--project", "--force", "--help"},
 	"logs":       {"--follow", "--deployment", "--source", "--stream", "--since", "--limit", "--project", "--json", "--help"},

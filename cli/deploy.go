@@ -12,13 +12,19 @@ import (
 
 // DeployResult is what deploy and rollback print with --json.
 type DeployResult struct {
-	// URL is the live address (empty when the deploy failed).
-	URL          string `json:"url"`
+	// URL is the live address, or with --preview the preview's address
+	// (empty when the deploy failed).
+	URL string `json:"url"`
+	// PreviewURL is the deployment's own address (noindex), kept while it
+	// is among its project's 20 latest deployments (static sites).
+	PreviewURL   string `json:"previewUrl,omitempty"`
+	Preview      bool   `json:"preview"`
 	DeploymentID string `json:"deploymentId"`
 	ProjectID    string `json:"projectId"`
 	RepoID       string `json:"repoId"`
 	Commit       int    `json:"commit"`
-	// State is live, failed, or inactive when a newer deploy replaced it.
+	// State is live, preview (a ready preview), failed, or inactive when a
+	// newer deploy replaced it.
 	State    string `json:"state"`
 	Error    string `json:"error,omitempty"`
 	Rollback bool   `json:"rollback"`
@@ -35,6 +41,7 @@ func runDeploy(ctx context.Context, e *Env, args []string) error {
 	project := fs.String("project", "", "the project's name, slug or id (default: the folder's link, see platform link)")
 	message := fs.String("message", "", `the commit message (default: "platform deploy of FOLDER")`)
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout: url, deploymentId, commit, state, ...; the log goes to stderr")
+	preview := fs.Bool("preview", false, "deploy as a preview at its own address; production keeps serving until platform promote")
 	pos, err := parse(fs, args, 1)
 	if err != nil {
 		return err
@@ -79,15 +86,20 @@ func runDeploy(ctx context.Context, e *Env, args []string) error {
 	}
 	fmt.Fprintf(e.Stderr, "Pushed commit %d: %d files, %s (%d sent, %d unchanged).\n",
 		res.Commit.Number, res.Commit.Files, mbytes(res.Commit.Size), res.Sent, res.Reused)
-	out := DeployResult{Sent: res.Sent, Reused: res.Reused}
+	out := DeployResult{Sent: res.Sent, Reused: res.Reused, Preview: *preview}
 	return e.deployAndFollow(ctx, c, t, res.Commit.Number, *asJSON, out)
 }
 
-// deployAndFollow deploys a commit, prints the deploy log as it grows and
-// ends with the address (or the JSON result); a deploy that does not go
-// live is an error.
+// deployAndFollow deploys a commit (a preview with out.Preview), prints
+// the deploy log as it grows and ends with the address (or the JSON
+// result); a deploy that does not go live (or, for a preview, become
+// ready) is an error.
 func (e *Env) deployAndFollow(ctx context.Context, c *client.Client, t target, commit int, asJSON bool, out DeployResult) error {
-	d, err := c.Deploy(ctx, t.repoID, t.project.ID, commit)
+	deploy := c.Deploy
+	if out.Preview {
+		deploy = c.DeployPreview
+	}
+	d, err := deploy(ctx, t.repoID, t.project.ID, commit)
 	if client.IsCode(err, "deploy_in_progress") {
 		return errors.New("another deploy of this project is running: wait for it to end, then run this again")
 	}
@@ -95,7 +107,10 @@ func (e *Env) deployAndFollow(ctx context.Context, c *client.Client, t target, c
 		return err
 	}
 	verb := "Deploying"
-	if d.Rollback {
+	switch {
+	case d.Preview:
+		verb = "Deploying a preview of"
+	case d.Rollback:
 		verb = "Rolling back to"
 	}
 	fmt.Fprintf(e.Stderr, "%s commit %d of %s (deployment %s)\n", verb, commit, t.project.Name, d.ID)
@@ -111,6 +126,10 @@ func (e *Env) deployAndFollow(ctx context.Context, c *client.Client, t target, c
 	fd := final.Deployment
 	out.DeploymentID, out.ProjectID, out.RepoID, out.Commit = fd.ID, fd.ProjectID, fd.RepoID, fd.Commit
 	out.State, out.Error, out.Rollback, out.Files = fd.State, fd.Error, fd.Rollback, fd.Files
+	out.PreviewURL = fd.PreviewURL
+	if fd.State == client.StatePreview {
+		out.URL = fd.PreviewURL
+	}
 	if fd.State == client.StateLive {
 		p, err := c.Project(ctx, t.project.ID)
 		if err != nil {
@@ -128,6 +147,12 @@ func (e *Env) deployAndFollow(ctx context.Context, c *client.Client, t target, c
 	}
 	switch fd.State {
 	case client.StateLive:
+	case client.StatePreview:
+		if !asJSON {
+			fmt.Fprintf(e.Stderr, "Preview (production keeps serving; platform promote %s makes it live): ", fd.ID)
+			fmt.Fprintln(e.Stdout, out.URL)
+		}
+		return nil
 	case client.StateFailed:
 		return fmt.Errorf("the deploy failed: %s; what served before keeps serving: fix it and deploy again", first(fd.Error, "see the log above"))
 	default:

@@ -105,6 +105,20 @@ func (h *harness) login() {
 // control plane's latest configuration.
 func (h *harness) get(rawURL string) (int, []byte) {
 	h.t.Helper()
+	h.synced()
+	resp, err := h.client.Get(rawURL)
+	if err != nil {
+		h.t.Fatalf("GET %s: %v", rawURL, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// synced waits until the edge holds the control plane's latest
+// configuration.
+func (h *harness) synced() {
+	h.t.Helper()
 	want := h.env.CP.EdgeSync().Version()
 	deadline := time.Now().Add(15 * time.Second)
 	for !h.ed.Ready() || h.ed.Version() < want {
@@ -113,13 +127,6 @@ func (h *harness) get(rawURL string) (int, []byte) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	resp, err := h.client.Get(rawURL)
-	if err != nil {
-		h.t.Fatalf("GET %s: %v", rawURL, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
 }
 
 // write makes files under dir (parents included).

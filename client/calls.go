@@ -86,6 +86,17 @@ func (c *Client) Files(ctx context.Context, repoID string, commit int) (Tree, er
 // older commit than the serving one is a rollback. The deployment starts
 // in state deploying: Follow it.
 func (c *Client) Deploy(ctx context.Context, repoID, projectID string, commit int) (Deployment, error) {
+	return c.deploy(ctx, repoID, projectID, commit, false)
+}
+
+// DeployPreview deploys a commit (0: the latest) of a static site as a
+// preview: it answers at its own address (Deployment.PreviewURL) and
+// production keeps serving until Promote.
+func (c *Client) DeployPreview(ctx context.Context, repoID, projectID string, commit int) (Deployment, error) {
+	return c.deploy(ctx, repoID, projectID, commit, true)
+}
+
+func (c *Client) deploy(ctx context.Context, repoID, projectID string, commit int, preview bool) (Deployment, error) {
 	var out struct {
 		Deployment Deployment `json:"deployment"`
 	}
@@ -93,7 +104,19 @@ func (c *Client) Deploy(ctx context.Context, repoID, projectID string, commit in
 	if commit > 0 {
 		body["commit"] = commit
 	}
+	if preview {
+		body["preview"] = true
+	}
 	return out.Deployment, c.post(ctx, "/api/repos/"+esc(repoID)+"/deploy", body, &out)
+}
+
+// Promote makes a ready static deployment (a preview, or an earlier one)
+// what its project serves, without building it again.
+func (c *Client) Promote(ctx context.Context, deploymentID string) (Deployment, error) {
+	var out struct {
+		Deployment Deployment `json:"deployment"`
+	}
+	return out.Deployment, c.post(ctx, "/api/deployments/"+esc(deploymentID)+"/promote", nil, &out)
 }
 
 // Redeploy does what the project's deployAction says.

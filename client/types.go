@@ -125,11 +125,19 @@ type Deployment struct {
 	RepoID    string `json:"repoId,omitempty"`
 	RepoName  string `json:"repoName,omitempty"`
 	Commit    int    `json:"commit"`
+	// Number is the deployment's place among its project's deployments;
+	// it names its own address.
+	Number int `json:"number"`
+	// Preview is set on a preview that has not been promoted.
+	Preview bool `json:"preview"`
+	// PreviewURL is the deployment's own address
+	// (https://<number>--<slug>.<apps-domain>, noindex), while it has one.
+	PreviewURL string `json:"previewUrl,omitempty"`
 	// Source is repo or redeploy.
 	Source string `json:"source"`
 	// Kind is static, app, worker or function.
 	Kind string `json:"kind"`
-	// State is deploying, live, inactive or failed.
+	// State is deploying, live, preview, inactive or failed.
 	State      string     `json:"state"`
 	Rollback   bool       `json:"rollback"`
 	Error      string     `json:"error,omitempty"`
@@ -147,6 +155,8 @@ const (
 	StateLive      = "live"
 	StateInactive  = "inactive"
 	StateFailed    = "failed"
+	// StatePreview is a ready preview: it answers at its own address only.
+	StatePreview = "preview"
 )
 
 // DeploymentDetail is the answer of GET /api/deployments/{id}.

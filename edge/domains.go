@@ -22,7 +22,7 @@ func compileDomains(t *table, ds []snapshot.Domain) error {
 	}
 	byProject := make(map[string]*site, len(t.sites))
 	for _, st := range t.sites {
-		if st.projectID != "" {
+		if st.projectID != "" && !st.noindex { // production, not a deployment's own address
 			byProject[st.projectID] = st
 		}
 	}

@@ -45,6 +45,9 @@ func (e *Edge) serve(ctx *fasthttp.RequestCtx, p proto) {
 	default:
 		upstream = e.proxy(ctx, st, addr, p)
 	}
+	if st.noindex { // a deployment's own address: kept out of search engines
+		ctx.Response.Header.SetCanonical(hdrRobots, valNoIndex)
+	}
 	e.metrics.request(int(st.kind), ctx.Response.StatusCode(), start)
 	if e.access != nil {
 		e.access.log(ctx, &accessEntry{start: start, proto: p, client: addr, decision: d, upstream: upstream}, e.geo)

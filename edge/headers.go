@@ -19,6 +19,7 @@ const (
 var (
 	hdrHSTS           = []byte("Strict-Transport-Security")
 	hdrNoSniff        = []byte("X-Content-Type-Options")
+	hdrRobots         = []byte("X-Robots-Tag")
 	hdrFrameOptions   = []byte("X-Frame-Options")
 	hdrReferrer       = []byte("Referrer-Policy")
 	hdrAltSvc         = []byte("Alt-Svc")
@@ -38,6 +39,7 @@ var (
 	valFrameOptions  = []byte("SAMEORIGIN")
 	valReferrer      = []byte("strict-origin-when-cross-origin")
 	valBytes         = []byte("bytes")
+	valNoIndex       = []byte("noindex")
 	valNoStore       = []byte("no-store")
 	valHit           = []byte("HIT")
 	valMiss          = []byte("MISS")

@@ -52,6 +52,9 @@ type site struct {
 	redirect []byte
 	// storage is set on the storage host only (storage.go).
 	storage *storageHost
+	// noindex: answers carry X-Robots-Tag: noindex (a deployment's own
+	// address).
+	noindex bool
 }
 
 // sitePassword is a site password as the edge checks it.
@@ -124,7 +127,7 @@ func compile(s *snapshot.Snapshot, origins func(base string, managed bool) (*ori
 		if host == "" {
 			return nil, fmt.Errorf("%w: a site without a host", errSnapshot)
 		}
-		st := &site{host: host, projectID: ss.ProjectID}
+		st := &site{host: host, projectID: ss.ProjectID, noindex: ss.NoIndex}
 		d := &ss.Deployment
 		switch d.Kind {
 		case snapshot.KindStatic, "":

@@ -20,6 +20,8 @@ func Routes(h Handlers) []api.Route {
 			Summary: "A project's deployments, newest first", Response: ProjectDeployments{}},
 		{Method: G, Path: "/api/deployments/{id}", Op: auth.OpProjectRead, Handler: h.Get,
 			Summary: "A deployment with its deploy log and files (output: developers and above)", Response: Detail{}},
+		{Method: P, Path: "/api/deployments/{id}/promote", Op: auth.OpRepoDeploy, Handler: h.Promote,
+			Summary: "Make a ready static deployment (a preview, or an earlier one) what its project serves, without building again", Response: DeploymentAnswer{}},
 		// Logs may hold what programs print of their variables: read like
 		// the variables (developers and above, full-access keys).
 		{Method: G, Path: "/api/projects/{id}/logs", Op: auth.OpEnvRead, ProjectParam: "id", Handler: h.Logs,

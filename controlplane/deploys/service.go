@@ -336,6 +336,10 @@ type DeployRequest struct {
 	ProjectID string `json:"projectId"`
 	// Commit is the commit number to deploy; omitted for the latest.
 	Commit int `json:"commit,omitempty"`
+	// Preview makes a preview: the deployment answers at its own address
+	// (previewUrl) and production keeps serving until it is promoted
+	// (POST /api/deployments/{id}/promote). Static sites only.
+	Preview bool `json:"preview,omitempty"`
 }
 
 // source is what a deployment is built from.
@@ -349,6 +353,8 @@ type source struct {
 	types    map[string]string
 	// build runs before the files are taken (repo sources only).
 	build *BuildSpec
+	// preview: the deployment does not replace production.
+	preview bool
 }
 
 // Deploy starts deploying a commit of a repo to a project and answers at
@@ -391,7 +397,12 @@ func (s *Service) Deploy(ctx context.Context, pr *auth.Principal, repoID string,
 	if err != nil {
 		return Deployment{}, api.E(api.KindInvalid, "invalid_manifest", "commit %d: %v", snap.Commit, err)
 	}
-	src := source{kind: "repo", repoID: repoID, repoName: snap.Repo.Name, commit: snap.Commit, manifest: m, files: snap.Files, build: spec}
+	if req.Preview && m.Kind != snapshot.KindStatic {
+		return Deployment{}, api.E(api.KindInvalid, "preview_unsupported",
+			"commit %d is a %s: previews are made of static sites; deploy it without preview", snap.Commit, kindName(m.Kind))
+	}
+	src := source{kind: "repo", repoID: repoID, repoName: snap.Repo.Name, commit: snap.Commit, manifest: m, files: snap.Files, build: spec,
+		preview: req.Preview}
 	return s.start(ctx, pr, p, src)
 }
 
@@ -421,7 +432,7 @@ func (s *Service) start(ctx context.Context, pr *auth.Principal, p projects.Proj
 		Source: src.kind, Kind: src.manifest.Kind, Origin: src.manifest.Origin, Root: src.manifest.Root, State: StateDeploying,
 		CDN: cdn.Default().Edge(), EnvKeys: []string{}, Actor: pr.Label(), CreatedAt: now, workspaceID: pr.WorkspaceID,
 		Run: src.manifest.Run, Health: src.manifest.Health, Module: src.manifest.Module, managed: src.manifest.Managed(), spec: specOf(src.manifest),
-		memberID: pr.MemberID, starterKey: pr.KeyID}
+		memberID: pr.MemberID, starterKey: pr.KeyID, Preview: src.preview}
 	kindCol, rootCol := storedColumns(src.manifest)
 	var replaced *Deployment
 	var startLine string
@@ -437,11 +448,14 @@ func (s *Service) start(ctx context.Context, pr *auth.Principal, p projects.Proj
 		if replaced, err = servingOf(ctx, tx, p.ID); err != nil {
 			return err
 		}
-		d.Rollback = replaced != nil && src.kind == "repo" && replaced.RepoID == src.repoID && replaced.Commit > src.commit
+		d.Rollback = !d.Preview && replaced != nil && src.kind == "repo" && replaced.RepoID == src.repoID && replaced.Commit > src.commit
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(number), 0) + 1 FROM deployments WHERE project_id = ?`, p.ID).Scan(&d.Number); err != nil {
+			return fmt.Errorf("deploys: start: %w", err)
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO deployments(id, workspace_id, project_id, repo_id, repo_name, commit_number, source, kind, origin, root,
-			state, rollback, actor, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			state, rollback, actor, created_at, number, preview) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			d.ID, pr.WorkspaceID, p.ID, d.RepoID, d.RepoName, d.Commit, d.Source, kindCol, d.Origin, rootCol, stateDeploying, d.Rollback, d.Actor,
-			store.FormatTime(now)); err != nil {
+			store.FormatTime(now), d.Number, d.Preview); err != nil {
 			return fmt.Errorf("deploys: start: %w", err)
 		}
 		what := fmt.Sprintf("commit %d of %s", d.Commit, d.RepoName)
@@ -449,6 +463,9 @@ func (s *Service) start(ctx context.Context, pr *auth.Principal, p projects.Proj
 			what = "the kept files of the serving deployment"
 		}
 		line := fmt.Sprintf("deploying %s to %s as a %s", what, p.Slug, kindName(d.Kind))
+		if d.Preview {
+			line = fmt.Sprintf("deploying %s as preview %d of %s (production keeps serving)", what, d.Number, p.Slug)
+		}
 		if d.Rollback {
 			line += fmt.Sprintf(" (rollback: replaces commit %d)", replaced.Commit)
 		}
@@ -457,7 +474,10 @@ func (s *Service) start(ctx context.Context, pr *auth.Principal, p projects.Proj
 		}
 		startLine = line
 		action := "deploy.start"
-		if d.Rollback {
+		switch {
+		case d.Preview:
+			action = "deploy.preview"
+		case d.Rollback:
 			action = "deploy.rollback"
 		}
 		return s.cfg.Audit.Record(ctx, tx, audit.Event{Workspace: pr.WorkspaceID, Actor: pr, Action: action, Category: audit.CategoryDeploy,
@@ -467,6 +487,9 @@ func (s *Service) start(ctx context.Context, pr *auth.Principal, p projects.Proj
 		return Deployment{}, err
 	}
 	s.logDeploy(p.ID, d.ID, now, startLine)
+	if d.Kind == snapshot.KindStatic {
+		d.PreviewURL = addressOf(p, d.Number)
+	}
 	s.cfg.Meter.Record(ctx, metering.Event{Workspace: pr.WorkspaceID, Project: p.ID, Metric: metering.Deploys, Quantity: 1})
 	s.wg.Add(1)
 	s.builds.Add(1)
@@ -682,6 +705,14 @@ func (s *Service) buildAndGoLive(d *Deployment, p projects.Project, src source) 
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("deployment %s is no longer deploying", d.ID)
 		}
+		if d.Preview {
+			liveLine = fmt.Sprintf("preview at %s (production keeps serving; promote: POST /api/deployments/%s/promote)", addressOf(p, d.Number), d.ID)
+			if err := appendLog(ctx, tx, d.ID, now, liveLine); err != nil {
+				return err
+			}
+			return s.cfg.Audit.Record(ctx, tx, audit.Event{Workspace: d.workspaceID, Action: "deploy.preview_ready", Category: audit.CategoryDeploy,
+				TargetType: "deployment", TargetID: d.ID, ProjectID: p.ID, Summary: fmt.Sprintf("preview %d of %s is ready (%s)", d.Number, p.Slug, d.ID)})
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO project_serving(project_id, deployment_id, since) VALUES (?,?,?)
 			ON CONFLICT(project_id) DO UPDATE SET deployment_id = excluded.deployment_id, since = excluded.since`, p.ID, d.ID, store.FormatTime(now)); err != nil {
 			return err
@@ -702,6 +733,9 @@ func (s *Service) buildAndGoLive(d *Deployment, p projects.Project, src source) 
 	}
 	live = true
 	s.logDeploy(d.ProjectID, d.ID, now, liveLine)
+	if d.Preview {
+		return nil
+	}
 	if prev != nil {
 		s.revokeKeys(ctx, "", prev.ID)
 	}

@@ -320,7 +320,8 @@ func Served(ctx context.Context, q store.Querier, sum string) (bool, error) {
 }
 
 // EdgeSites returns every serving deployment with its file manifest, for
-// the edge snapshot (edgesync.Sources.Sites); the snapshot fills the slug.
+// the edge snapshot (edgesync.Sources.Sites), then every deployment's own
+// address (edgeAddresses); the snapshot fills the slug.
 // A deployment the platform runs has its loopback origin and Managed set;
 // a worker program (no public address) and one not running (no origin)
 // are left out, so the edge answers 404 for their hosts.
@@ -379,7 +380,11 @@ func EdgeSites(ctx context.Context, q store.Querier) ([]snapshot.Site, error) {
 			sites[i].Deployment.Files = append(sites[i].Deployment.Files, f)
 		}
 	}
-	return sites, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("deploys: edge files: %w", err)
+	}
+	addresses, err := edgeAddresses(ctx, q)
+	return append(sites, addresses...), err
 }
 
 // Dependent returns what ties deployments to project deletion: a running
@@ -444,6 +449,9 @@ func (s *Service) List(ctx context.Context, workspace, projectID string) (Projec
 		return ProjectDeployments{}, err
 	}
 	ds, err := queryDeployments(ctx, s.cfg.DB, 50, `d.project_id = ?`, projectID)
+	if err == nil {
+		err = s.withAddresses(ctx, workspace, ds)
+	}
 	return ProjectDeployments{Deployments: ds}, err
 }
 
@@ -474,7 +482,11 @@ func (s *Service) Get(ctx context.Context, workspace, id string) (Detail, error)
 	if err := api.Authorize(ctx, auth.OpProjectRead, d.ProjectID); err != nil {
 		return Detail{}, err
 	}
-	out := Detail{Deployment: d}
+	ds := []Deployment{d}
+	if err := s.withAddresses(ctx, workspace, ds); err != nil {
+		return Detail{}, err
+	}
+	out := Detail{Deployment: ds[0]}
 	if out.Log, err = readLog(ctx, s.cfg.DB, id); err != nil {
 		return Detail{}, err
 	}

@@ -28,6 +28,9 @@ const (
 	StateLive      = "live"
 	StateInactive  = "inactive"
 	StateFailed    = "failed"
+	// StatePreview is a preview deployment that is ready and has not
+	// been promoted: it answers at its own address only.
+	StatePreview = "preview"
 )
 
 // Deployment is a deployment as the API shows it.
@@ -38,6 +41,17 @@ type Deployment struct {
 	RepoName  string `json:"repoName,omitempty"`
 	// Commit is the repo commit deployed.
 	Commit int `json:"commit"`
+	// Number is the deployment's place among its project's deployments
+	// (1, 2, 3 ...); it names the deployment's own address.
+	Number int `json:"number"`
+	// Preview is set on a deployment made with preview: true until it is
+	// promoted: it never replaced production.
+	Preview bool `json:"preview"`
+	// PreviewURL is the deployment's own address,
+	// https://<number>--<slug>.<apps-domain>, served with X-Robots-Tag:
+	// noindex: set for a static site (that is ready or deploying) while it
+	// is among its project's AddressedDeployments latest deployments.
+	PreviewURL string `json:"previewUrl,omitempty"`
 	// Source is repo (built from a commit) or redeploy (the kept files of
 	// an earlier deployment).
 	Source string `json:"source"`
@@ -53,8 +67,9 @@ type Deployment struct {
 	Health string `json:"health,omitempty"`
 	// Module is the WASI module of a function the platform runs.
 	Module string `json:"module,omitempty"`
-	// State is deploying, live (the project serves it), inactive (served
-	// before, or never after a newer one) or failed.
+	// State is deploying, live (the project serves it), preview (ready,
+	// made with preview: true, never promoted), inactive (served before,
+	// or never after a newer one) or failed.
 	State string `json:"state"`
 	// Rollback is true when an older commit replaced a newer one.
 	Rollback bool   `json:"rollback"`
@@ -101,7 +116,7 @@ type DeployedFile struct {
 
 const deploymentCols = `d.id, d.workspace_id, d.project_id, d.repo_id, d.repo_name, d.commit_number, d.source, d.kind, d.origin, d.root,
 	d.state, d.rollback, d.error, d.env_digest, d.env_keys, d.cdn_enabled, d.cdn_ttl, d.shield, d.file_count, d.total_size, d.actor,
-	d.created_at, d.finished_at, s.project_id IS NOT NULL`
+	d.created_at, d.finished_at, s.project_id IS NOT NULL, d.number, d.preview`
 
 const deploymentFrom = ` FROM deployments d LEFT JOIN project_serving s ON s.deployment_id = d.id`
 
@@ -110,7 +125,7 @@ func scanDeployment(sc interface{ Scan(...any) error }) (Deployment, error) {
 	var keys, shield, created, finished string
 	err := sc.Scan(&d.ID, &d.workspaceID, &d.ProjectID, &d.RepoID, &d.RepoName, &d.Commit, &d.Source, &d.Kind, &d.Origin, &d.Root,
 		&d.State, &d.Rollback, &d.Error, &d.envDigest, &keys, &d.CDN.Enabled, &d.CDN.CacheTTLSeconds, &shield, &d.Files, &d.Size, &d.Actor,
-		&created, &finished, &d.serving)
+		&created, &finished, &d.serving, &d.Number, &d.Preview)
 	if err != nil {
 		return d, err
 	}
@@ -133,9 +148,13 @@ func scanDeployment(sc interface{ Scan(...any) error }) (Deployment, error) {
 		}
 	}
 	if d.State == stateReady {
-		d.State = StateInactive
-		if d.serving {
+		switch {
+		case d.serving:
 			d.State = StateLive
+		case d.Preview:
+			d.State = StatePreview
+		default:
+			d.State = StateInactive
 		}
 	}
 	return d, nil

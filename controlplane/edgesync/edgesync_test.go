@@ -194,7 +194,9 @@ func TestBlobsAndCounts(t *testing.T) {
 			env.Owner.Must(202, "POST", "/api/repos/"+repo.Repo.ID+"/deploy", map[string]any{"projectId": prj})
 			env.CP.Deploys().Wait()
 			_, s, _ := e.config(0, 0)
-			if len(s.Sites) != 1 || len(s.Sites[0].Deployment.Files) != 1 {
+			// The site, and the deployment at its own address.
+			if len(s.Sites) != 2 || len(s.Sites[0].Deployment.Files) != 1 || s.Sites[0].Host != "1--site.apps.test" || !s.Sites[0].NoIndex ||
+				s.Sites[1].Host != "site.apps.test" || s.Sites[1].NoIndex || len(s.Sites[1].Deployment.Files) != 1 {
 				t.Fatalf("sites: %+v", s.Sites)
 			}
 			f := s.Sites[0].Deployment.Files[0]

@@ -479,7 +479,7 @@ func (s *Service) build(ctx context.Context, v int64) (snapshot.Snapshot, error)
 			continue // deleted meanwhile: the version check rebuilds
 		}
 		st.Slug, st.WorkspaceID = ref.Slug, ref.Workspace
-		st.Host = strings.ToLower(st.Slug) + "." + s.appsDomain
+		st.Host = strings.ToLower(st.Label+st.Slug) + "." + s.appsDomain
 		if h, ok := pw[st.ProjectID]; ok {
 			st.Password = &snapshot.Password{Hash: h, Version: rules.PasswordVersion(h)}
 		}
@@ -537,7 +537,9 @@ func (s *Service) addDomains(ctx context.Context, snap *snapshot.Snapshot) error
 	serving := make(map[string]bool, len(snap.Sites))
 	hosts := make(map[string]bool, len(snap.Sites))
 	for _, st := range snap.Sites {
-		serving[st.ProjectID] = true
+		if st.Label == "" { // a deployment's own address does not take a domain
+			serving[st.ProjectID] = true
+		}
 		hosts[st.Host] = true
 	}
 	for _, d := range ds {

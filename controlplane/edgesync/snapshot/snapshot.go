@@ -142,6 +142,12 @@ type Site struct {
 	// Password is set when the site is behind a site password (applies to
 	// static sites only).
 	Password *Password `json:"password,omitempty"`
+	// Label, set on a deployment's own address, goes before the slug in
+	// Host: <label><slug>.<appsDomain> (deploys: "<number>--").
+	Label string `json:"label,omitempty"`
+	// NoIndex makes the edge answer with X-Robots-Tag: noindex (a
+	// deployment's own address: previews and earlier deployments).
+	NoIndex bool `json:"noIndex,omitempty"`
 }
 
 // Deployment is a built, immutable deployment.
