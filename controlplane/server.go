@@ -507,7 +507,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	if cp.deploys, err = deploys.New(ctx, deploys.Config{ProbeEvery: cfg.OriginProbeEvery, AllowPrivateNetworks: cfg.AllowPrivateNetworks,
 		OwnAddrs: cfg.OwnAddrs}, deploys.Deps{Runtime: rt, DB: cp.DB, Blobs: cp.blobs, Clock: clk, Audit: cp.Audit, Meter: cp.Meter,
 		Sealer: cp.Sealer, Logger: log, Projects: cp.Projects, Repos: cp.repos, Settings: hostingSettings{cp}, Pub: cp.edgeSync,
-		Keys: cp.Accounts}); err != nil {
+		Keys: cp.Accounts, Plans: cp.Accounts}); err != nil {
 		return nil, err
 	}
 	cp.onRun("deploys", cp.deploys.Run)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/store"
 )
 
@@ -61,7 +62,16 @@ type projectLog struct {
 	bytes int
 	next  int64
 	subs  map[chan struct{}]struct{}
+	// limit and keep are the project's bounds (its plan's), read at
+	// checked and again after limitsEvery.
+	limit   int
+	keep    time.Duration
+	checked time.Time
 }
+
+// limitsEvery is how often a project's log bounds are read again (a plan
+// change applies within it).
+const limitsEvery = 5 * time.Minute
 
 // logHub keeps every project's recent log lines in memory, bounded by
 // bytes and age per project, and wakes followers on each new line.
@@ -74,21 +84,40 @@ type logHub struct {
 	// hydrate reads a project's recent deploy log lines back from the
 	// store the first time its log is used (nil: none).
 	hydrate func(project string) []ProjectLogLine
+	// limits returns a project's bounds (nil: limit and keep for all).
+	limits func(project string) (int, time.Duration)
 }
 
 func newLogHub(limit int, keep time.Duration, now func() time.Time) *logHub {
 	return &logHub{projects: map[string]*projectLog{}, limit: limit, keep: keep, now: now}
 }
 
+// bounds returns a project's bounds, read outside the lock.
+func (h *logHub) bounds(project string) (int, time.Duration) {
+	if h.limits == nil {
+		return h.limit, h.keep
+	}
+	return h.limits(project)
+}
+
 // ensure creates the project's log, read back from the store (hydrate)
-// outside the lock, the first time it is used.
+// outside the lock, the first time it is used, and reads its bounds again
+// every limitsEvery.
 func (h *logHub) ensure(project string) {
 	h.mu.Lock()
-	ok := h.projects[project] != nil
+	pl := h.projects[project]
+	stale := pl != nil && h.now().Sub(pl.checked) >= limitsEvery
 	h.mu.Unlock()
-	if ok {
+	if stale {
+		limit, keep := h.bounds(project)
+		h.mu.Lock()
+		pl.limit, pl.keep, pl.checked = limit, keep, h.now()
+		h.mu.Unlock()
+	}
+	if pl != nil {
 		return
 	}
+	limit, keep := h.bounds(project)
 	var old []ProjectLogLine
 	if h.hydrate != nil {
 		old = h.hydrate(project)
@@ -99,7 +128,7 @@ func (h *logHub) ensure(project string) {
 	if h.projects[project] != nil {
 		return
 	}
-	pl := &projectLog{subs: map[chan struct{}]struct{}{}}
+	pl = &projectLog{subs: map[chan struct{}]struct{}{}, limit: limit, keep: keep, checked: h.now()}
 	h.projects[project] = pl
 	for _, l := range old {
 		h.push(pl, l)
@@ -110,7 +139,7 @@ func (h *logHub) ensure(project string) {
 func (h *logHub) get(project string) *projectLog {
 	pl := h.projects[project]
 	if pl == nil {
-		pl = &projectLog{subs: map[chan struct{}]struct{}{}}
+		pl = &projectLog{subs: map[chan struct{}]struct{}{}, limit: h.limit, keep: h.keep, checked: h.now()}
 		h.projects[project] = pl
 	}
 	return pl
@@ -130,9 +159,9 @@ func (h *logHub) push(pl *projectLog, l ProjectLogLine) {
 
 // trim drops the oldest lines past the byte budget or the age; under mu.
 func (h *logHub) trim(pl *projectLog) {
-	cut := h.now().Add(-h.keep)
+	cut := h.now().Add(-pl.keep)
 	n := 0
-	for n < len(pl.lines) && (pl.bytes > h.limit || pl.lines[n].At.Before(cut)) {
+	for n < len(pl.lines) && (pl.bytes > pl.limit || pl.lines[n].At.Before(cut)) {
 		pl.bytes -= len(pl.lines[n].Line)
 		n++
 	}
@@ -278,12 +307,26 @@ func (h *logHub) drop(project string) {
 	delete(h.projects, project)
 }
 
+// logLimits returns a project's log bounds: its workspace's plan's.
+func (s *Service) logLimits(project string) (int, time.Duration) {
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+	defer cancel()
+	var ws string
+	err := s.cfg.DB.QueryRowContext(ctx, `SELECT workspace_id FROM deployments WHERE project_id = ? LIMIT 1`, project).Scan(&ws)
+	if err != nil {
+		return s.cfg.LogBytes, s.cfg.LogRetention
+	}
+	l := plans.Of(s.cfg.Plans.Plan(ctx, ws))
+	return l.LogBytes, time.Duration(l.LogRetentionHours) * time.Hour
+}
+
 // hydrateFromStore reads the deploy logs of a project's latest
 // deployments within the retention back from the store.
 func (s *Service) hydrateFromStore(project string) []ProjectLogLine {
 	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 	defer cancel()
-	since := s.cfg.Clock.Now().Add(-s.cfg.LogRetention)
+	_, keep := s.logs.bounds(project)
+	since := s.cfg.Clock.Now().Add(-keep)
 	rows, err := s.cfg.DB.QueryContext(ctx, `SELECT l.deployment_id, l.at, l.line FROM deployment_logs l
 		WHERE l.deployment_id IN (SELECT id FROM deployments WHERE project_id = ? ORDER BY created_at DESC LIMIT ?)
 		ORDER BY l.deployment_id, l.seq`, project, hydrateDeployments)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/svcplatform/platform/controlplane/cptest"
 	"github.com/svcplatform/platform/controlplane/deploys"
+	"github.com/svcplatform/platform/controlplane/plans"
 )
 
 type logLine struct {
@@ -159,5 +160,41 @@ func TestProjectLogAfterRestart(t *testing.T) {
 	env.Clock.Advance(deploys.DefaultLogRetention + time.Minute)
 	if out, _ := restarted.Logs(context.Background(), ws, s.project, deploys.LogQuery{Limit: 100}); len(out.Lines) != 0 {
 		t.Fatalf("kept past the retention: %+v", out.Lines)
+	}
+}
+
+// TestLogRetentionByPlan: a project's log is kept as long as its
+// workspace's plan says (plans.Limits.LogRetentionHours), read again when
+// the plan changes.
+func TestLogRetentionByPlan(t *testing.T) {
+	for _, c := range []struct {
+		plan plans.Name
+		keep time.Duration
+	}{
+		{plans.Hobby, 24 * time.Hour},
+		{plans.Pro, 72 * time.Hour},
+		{plans.Team, 7 * 24 * time.Hour},
+	} {
+		t.Run(string(c.plan), func(t *testing.T) {
+			if got := time.Duration(plans.Of(c.plan).LogRetentionHours) * time.Hour; got != c.keep {
+				t.Fatalf("plan table: %v", got)
+			}
+			env := newCP(t, cptest.Options{Plan: c.plan})
+			s := newSite(t, env, "Logged")
+			s.deploy(t, s.push(t, map[string]string{"index.html": "x"}))
+			lines := func() int {
+				var out logsAnswer
+				env.Owner.Must(200, "GET", "/api/projects/"+s.project+"/logs", nil).JSON(t, &out)
+				return len(out.Lines)
+			}
+			env.Clock.Advance(c.keep - time.Minute)
+			if n := lines(); n == 0 {
+				t.Fatalf("nothing kept %v after the deploy", c.keep-time.Minute)
+			}
+			env.Clock.Advance(2 * time.Minute)
+			if n := lines(); n != 0 {
+				t.Fatalf("%d line(s) kept past %v", n, c.keep)
+			}
+		})
 	}
 }

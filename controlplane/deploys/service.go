@@ -37,6 +37,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
 	"github.com/svcplatform/platform/controlplane/metering"
+	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/repos"
 	"github.com/svcplatform/platform/controlplane/seal"
@@ -144,6 +145,15 @@ type Deps struct {
 	// Keys mints the key each app and worker program deployment gets as
 	// PLATFORM_TOKEN (accounts.Service); nil gives none.
 	Keys Keys
+	// Plans tells a workspace's plan (accounts.Service), whose limits
+	// bound each project's log (plans.Limits.LogRetentionHours and
+	// LogBytes); nil: Config.LogRetention and LogBytes for every project.
+	Plans Plans
+}
+
+// Plans tells a workspace's plan.
+type Plans interface {
+	Plan(ctx context.Context, workspace string) plans.Name
 }
 
 // check names what is missing.
@@ -252,6 +262,9 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.logs = newLogHub(cfg.LogBytes, cfg.LogRetention, d.Clock.Now)
 	s.logs.hydrate = s.hydrateFromStore
+	if d.Plans != nil {
+		s.logs.limits = s.logLimits
+	}
 	s.sinkRuntime(d.Runtime)
 	if err := s.failInterrupted(ctx); err != nil {
 		return nil, err

@@ -55,6 +55,11 @@ type Limits struct {
 	// StorageOverage tells whether storage past the allowance is charged (paid
 	// plans) rather than held (hobby).
 	StorageOverage bool `json:"storageOverage"`
+	// LogRetentionHours is how long a project's log lines (build, deploy,
+	// app and function output) are kept, and LogBytes how much of their
+	// text, per project (ours; Vercel's runtime logs are kept by plan too).
+	LogRetentionHours int `json:"logRetentionHours"`
+	LogBytes          int `json:"logBytes"`
 	// MonthlyPriceCents is the plan's price for a UTC month, paid from the
 	// workspace Balance (ours: the specification names no prices).
 	MonthlyPriceCents int64 `json:"monthlyPriceCents"`
@@ -68,31 +73,32 @@ var table = map[Name]Limits{
 	Hobby: {
 		Databases: 1, DatabaseStorageBytes: GB / 2, VectorCollections: 1, MediaAssets: 0,
 		PaymentAccounts: 1, AIRequestsPerMinute: 60, AIReservationCents: 200, AICreditCents: 0,
-		AgentConcurrentRuns: 1, SitePasswords: false,
+		AgentConcurrentRuns: 1, SitePasswords: false, LogRetentionHours: 24, LogBytes: 1 << 20,
 		MonthlyPriceCents: 0, SelfServe: true,
 	},
 	Pro: {
 		Databases: 10, DatabaseStorageBytes: 5 * GB, VectorCollections: 10, MediaAssets: 100,
 		PaymentAccounts: 10, AIRequestsPerMinute: 600, AIReservationCents: 1000, AICreditCents: 1000,
-		AgentConcurrentRuns: 5, SitePasswords: true, StorageOverage: true,
+		AgentConcurrentRuns: 5, SitePasswords: true, StorageOverage: true, LogRetentionHours: 72, LogBytes: 4 << 20,
 		MonthlyPriceCents: 2000, SelfServe: true,
 	},
 	Team: { // vectors, media, payments, AI: ours (as pro)
 		Databases: 50, DatabaseStorageBytes: 25 * GB, VectorCollections: 10, MediaAssets: 100,
 		PaymentAccounts: 10, AIRequestsPerMinute: 600, AIReservationCents: 1000, AICreditCents: 1000,
 		UsageCreditCents: 2000, AgentConcurrentRuns: 10, SitePasswords: true, StorageOverage: true,
+		LogRetentionHours: 7 * 24, LogBytes: 8 << 20,
 		MonthlyPriceCents: 6000, SelfServe: true,
 	},
 	Scale: { // vectors, media, payments, AI: ours (as enterprise)
 		Databases: 100, DatabaseStorageBytes: 100 * GB, VectorCollections: 200, MediaAssets: 1000,
 		PaymentAccounts: 100, AIRequestsPerMinute: 6000, AIReservationCents: 1000, AICreditCents: 10000,
-		AgentConcurrentRuns: 20, SitePasswords: true, StorageOverage: true,
+		AgentConcurrentRuns: 20, SitePasswords: true, StorageOverage: true, LogRetentionHours: 7 * 24, LogBytes: 8 << 20,
 		MonthlyPriceCents: 25000, SelfServe: true,
 	},
 	Enterprise: { // databases, storage, agents: ours (as scale)
 		Databases: 100, DatabaseStorageBytes: 100 * GB, VectorCollections: 200, MediaAssets: 1000,
 		PaymentAccounts: 100, AIRequestsPerMinute: 6000, AIReservationCents: 1000, AICreditCents: 10000,
-		AgentConcurrentRuns: 20, SitePasswords: true, StorageOverage: true,
+		AgentConcurrentRuns: 20, SitePasswords: true, StorageOverage: true, LogRetentionHours: 30 * 24, LogBytes: 16 << 20,
 		// Enterprise is agreed with the operator, who sets it.
 		MonthlyPriceCents: 100000, SelfServe: false,
 	},
