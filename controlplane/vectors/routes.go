@@ -16,6 +16,8 @@ func Routes(h Handlers) []api.Route {
 	return []api.Route{
 		{Method: P, Path: "/api/projects/{id}/vectors", Op: auth.OpVectorWrite, ProjectParam: "id", Handler: h.Create, Status: 201,
 			Summary: "Create a vector collection {name, dimensions?, metric?, metadataIndexes?}", Request: CreateRequest{}, Response: CollectionAnswer{}},
+		{Method: G, Path: "/api/projects/{id}/vectors", Op: auth.OpVectorRead, ProjectParam: "id", Handler: h.List,
+			Summary: "A project's vector collections with their vector counts, by name", Response: CollectionList{}},
 		{Method: P, Path: "/api/vectors/{id}/upsert", Op: auth.OpVectorWrite, Handler: h.Upsert, Status: 202, MaxBody: MaxUpsertBody,
 			Summary: "Upsert up to 1,000 vectors (100 as text); visible to queries when answered", Request: UpsertSchema{}, Response: MutationAnswer{}},
 		{Method: P, Path: "/api/vectors/{id}/query", Op: auth.OpVectorRead, Handler: h.Query,

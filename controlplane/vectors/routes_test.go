@@ -16,12 +16,12 @@ func TestRoutesReadOnlyQueryOnly(t *testing.T) {
 			t.Fatalf("route %s twice or without handler", key)
 		}
 		seen[key] = true
-		read := key == "GET /api/vectors/{id}" || key == "POST /api/vectors/{id}/query"
+		read := key == "GET /api/vectors/{id}" || key == "POST /api/vectors/{id}/query" || key == "GET /api/projects/{id}/vectors"
 		if want := map[bool]auth.Op{true: auth.OpVectorRead, false: auth.OpVectorWrite}[read]; r.Op != want {
 			t.Fatalf("%s: op %s, want %s", key, r.Op, want)
 		}
 	}
-	if len(seen) != 6 {
+	if len(seen) != 7 {
 		t.Fatalf("%d routes", len(seen))
 	}
 }
