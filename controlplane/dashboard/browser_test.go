@@ -350,12 +350,37 @@ func (b *browser) violations() []violation {
 	return vs
 }
 
+// scriptBudget is the most script a page may load, in bytes on the wire
+// (what the dashboard sends, gzip-encoded).
+const scriptBudget = 200 << 10
+
+// scriptBytes is how many bytes of script the document has loaded since
+// it was opened (each file once, as sent: encodedBodySize).
+func (b *browser) scriptBytes() int {
+	b.t.Helper()
+	n, err := chromedp.Run(b.bounded(), chromedp.Evaluate[int](`(() => { const seen = new Set(); let n = 0;
+		for (const e of performance.getEntriesByType("resource")) {
+			const u = new URL(e.name); if (!u.pathname.endsWith(".js") || seen.has(u.pathname)) continue;
+			seen.add(u.pathname); n += e.encodedBodySize; }
+		return n; })()`))
+	if err != nil {
+		b.t.Fatalf("script bytes: %v", err)
+	}
+	return n
+}
+
 // check fails the test on any serious or critical axe-core violation of
-// the page and saves a full-page screenshot as name.png.
+// the page or on a page past the script budget, and saves a full-page
+// screenshot as name.png.
 func (b *browser) check(name string) {
 	b.t.Helper()
 	for _, v := range b.violations() {
 		b.t.Errorf("axe on %s: %s %s (%s) at %v", name, v.Impact, v.ID, v.Help, v.Nodes)
+	}
+	if n := b.scriptBytes(); n > scriptBudget {
+		b.t.Errorf("%s loaded %d KB of script, past the %d KB budget", name, n>>10, scriptBudget>>10)
+	} else {
+		b.t.Logf("%s: %d KB of script", name, n>>10)
 	}
 	png, err := chromedp.Run(b.bounded(), chromedp.FullScreenshot(100))
 	if err != nil {

@@ -15,6 +15,7 @@ package dashboard
 import (
 	"bytes"
 	"crypto/sha256"
+	"compress/gzip"
 	"embed"
 	"encoding/hex"
 	"io/fs"
@@ -40,11 +41,13 @@ const (
 	cacheRevalidate = "no-cache"
 )
 
-// file is one built file, held in memory.
+// file is one built file, held in memory, with its gzip encoding when
+// that is smaller (scripts, styles, HTML, SVG, JSON).
 type file struct {
 	body  []byte
 	etag  string
 	ctype string
+	gz    []byte
 }
 
 // Handler serves the dashboard's files.
@@ -98,7 +101,18 @@ func newFile(name string, body []byte) file {
 	if ctype == "" {
 		ctype = "application/octet-stream"
 	}
-	return file{body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`, ctype: ctype}
+	f := file{body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`, ctype: ctype}
+	switch path.Ext(name) {
+	case ".js", ".css", ".html", ".svg", ".json", ".map", ".txt":
+		var b bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+		zw.Write(body)
+		zw.Close()
+		if b.Len() < len(body) {
+			f.gz = b.Bytes()
+		}
+	}
+	return f
 }
 
 // Built reports whether the handler serves a real build rather than the
@@ -145,12 +159,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	serve(w, r, h.index, cacheRevalidate)
 }
 
+// serve answers f, gzip-encoded (compressed once, when the build is
+// loaded) to clients that accept it: the video page's player is 362 KB of
+// script and 115 KB on the wire.
 func serve(w http.ResponseWriter, r *http.Request, f file, cache string) {
 	hd := w.Header()
 	hd.Set("Cache-Control", cache)
 	hd.Set("Content-Type", f.ctype)
-	hd.Set("ETag", f.etag)
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(f.body))
+	body, etag := f.body, f.etag
+	if f.gz != nil {
+		hd.Add("Vary", "Accept-Encoding")
+		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			body, etag = f.gz, strings.TrimSuffix(f.etag, `"`)+`-gz"`
+			hd.Set("Content-Encoding", "gzip")
+		}
+	}
+	hd.Set("ETag", etag)
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+}
+
+// acceptsGzip reports whether an Accept-Encoding value allows gzip (a
+// q=0 refuses it).
+func acceptsGzip(ae string) bool {
+	for part := range strings.SplitSeq(ae, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(name), "gzip") && strings.TrimSpace(name) != "*" {
+			continue
+		}
+		q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
+		return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+	}
+	return false
 }
 
 // placeholder is served in place of every page by a binary built without

@@ -1,6 +1,9 @@
 package dashboard_test
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +19,67 @@ var build = fstest.MapFS{
 	"favicon.svg":             {Data: []byte(`<svg xmlns="http://www.w3.org/2000/svg"/>`)},
 	"assets/index-AbC123.js":  {Data: []byte(`console.log("app")`)},
 	"assets/index-DeF456.css": {Data: []byte(`body{}`)},
+	"assets/player-GhI789.js": {Data: []byte(bigScript)},
+}
+
+// bigScript compresses well: it is served gzip-encoded to clients that
+// accept it.
+var bigScript = strings.Repeat(`export function play(v){return v.currentTime+1}`+"\n", 400)
+
+// TestGzip: scripts are served gzip-encoded when the client accepts gzip
+// (and not when it refuses it with q=0), with their own ETag, Vary:
+// Accept-Encoding, and the same bytes once decoded.
+func TestGzip(t *testing.T) {
+	h := dashboard.NewFS(build)
+	for _, tc := range []struct {
+		name, path, accept string
+		gzip               bool
+	}{
+		{"gzip accepted", "/assets/player-GhI789.js", "gzip, deflate, br", true},
+		{"any encoding", "/assets/player-GhI789.js", "*", true},
+		{"gzip refused", "/assets/player-GhI789.js", "gzip;q=0, br", false},
+		{"no header", "/assets/player-GhI789.js", "", false},
+		{"only br", "/assets/player-GhI789.js", "br", false},
+		{"too small to gain", "/assets/index-AbC123.js", "gzip", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest("GET", tc.path, nil)
+			if tc.accept != "" {
+				req.Header.Set("Accept-Encoding", tc.accept)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != 200 || (rec.Header().Get("Content-Encoding") == "gzip") != tc.gzip {
+				t.Fatalf("%d, Content-Encoding %q", rec.Code, rec.Header().Get("Content-Encoding"))
+			}
+			body := rec.Body.Bytes()
+			if tc.gzip {
+				zr, err := gzip.NewReader(bytes.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if body, err = io.ReadAll(zr); err != nil {
+					t.Fatal(err)
+				}
+				if rec.Body.Len()*5 > len(bigScript) || !strings.HasSuffix(rec.Header().Get("ETag"), `-gz"`) {
+					t.Fatalf("%d bytes encoded, ETag %s", rec.Body.Len(), rec.Header().Get("ETag"))
+				}
+			}
+			if tc.path == "/assets/player-GhI789.js" && (string(body) != bigScript || rec.Header().Get("Vary") != "Accept-Encoding") {
+				t.Fatalf("decoded %d bytes, Vary %q", len(body), rec.Header().Get("Vary"))
+			}
+		})
+	}
+	req := httptest.NewRequest("GET", "/assets/player-GhI789.js", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	req.Header.Set("If-None-Match", rec.Header().Get("ETag"))
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 304 {
+		t.Fatalf("revalidating the gzip encoding: %d", rec.Code)
+	}
 }
 
 // TestHandler: pages get index.html revalidated on every load, hashed
