@@ -14,8 +14,8 @@ package dashboard
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"compress/gzip"
+	"crypto/sha256"
 	"embed"
 	"encoding/hex"
 	"io/fs"
