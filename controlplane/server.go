@@ -173,6 +173,10 @@ type Config struct {
 	// resolver records are looked up at (Mail's --dns-resolver when
 	// empty). AppsDomain is filled from the Config's.
 	Domains domains.Config `json:"domains"`
+	// CertsACME, when set (--acme-email), is the ACME CA the control plane
+	// obtains verified custom domains' certificates from ahead of their
+	// first visitor (the edges' CA and account).
+	CertsACME *certs.ACMEConfig `json:"certsAcme,omitempty"`
 	// Memory sets memory stores' per-plan caps and the sweep's schedule
 	// (controlplane/memory; the zero value is the defaults).
 	Memory memory.Config `json:"memory"`
@@ -489,7 +493,7 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	// Certificates every edge serves alike: the installation's CA (an
 	// existing DATA/ca adopted), the hosts' certificates it signs, and
 	// ACME's account, certificates and challenges, sealed.
-	if cp.certs, err = certs.New(ctx, certs.Config{ImportCADir: filepath.Join(cfg.DataDir, "ca")}, certs.Deps{DB: cp.DB, Sealer: cp.Sealer,
+	if cp.certs, err = certs.New(ctx, certs.Config{ImportCADir: filepath.Join(cfg.DataDir, "ca"), ACME: cfg.CertsACME}, certs.Deps{DB: cp.DB, Sealer: cp.Sealer,
 		Clock: clk, Logger: log, Sites: cp.edgeSync}); err != nil {
 		return nil, err
 	}
@@ -675,13 +679,22 @@ func New(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		}
 		return nil
 	})
+	// Bounces and complaints come back over SMTP to the VERP addresses of
+	// the messages sent (--mail-bounce-addr; off when empty).
+	cp.onRun("mail bounce listener", cp.mail.RunBounces)
 
 	// Custom domains: names projects answer at besides <slug>.<apps
 	// domain>, verified by DNS (a periodic job re-checks them), served by
 	// the edges once claimed, with certificates through their ACME or
 	// local-CA path.
+	// With an ACME CA, verified domains' certificates are ordered ahead
+	// of their first visitor and renewed 30 days before expiry.
+	var obtainer domains.CertObtainer
+	if cfg.CertsACME != nil {
+		obtainer = cp.certs
+	}
 	if cp.domains, err = domains.New(cfg.Domains, domains.Deps{DB: cp.DB, Clock: clk, Jobs: cp.Jobs, Projects: cp.Projects,
-		Pub: cp.edgeSync, Certs: cp.certs, Audit: cp.Audit, Logger: log}); err != nil {
+		Pub: cp.edgeSync, Certs: cp.certs, Obtainer: obtainer, Audit: cp.Audit, Logger: log}); err != nil {
 		return nil, err
 	}
 	cp.Projects.AddDependent(cp.domains)

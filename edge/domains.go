@@ -1,14 +1,52 @@
 package edge
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
+	"github.com/svcplatform/platform/edge/internal/certcache"
 )
+
+// preloadTimeout bounds one round of certificate preloading.
+const preloadTimeout = 2 * time.Minute
+
+// domainHosts are the hosts of a snapshot's custom domains (the verified
+// ones: an unverified domain is not in a snapshot), lower-cased, the
+// redirecting ones included (they answer over TLS too).
+func domainHosts(ds []snapshot.Domain) []string {
+	out := make([]string, 0, len(ds))
+	for _, d := range ds {
+		if h := strings.ToLower(strings.TrimSuffix(d.Host, ".")); h != "" && !strings.ContainsAny(h, ":/ ") {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// preloadDomainCerts loads, in the background, the certificates of the
+// snapshot's custom domains into p (the edge's certificate source), so a
+// domain's first handshake does not wait for the control plane; under
+// ACME only certificates already in the shared cache are loaded (the
+// control plane orders them). A nil p does nothing.
+func (e *Edge) preloadDomainCerts(p *certcache.Preloader, ds []snapshot.Domain) {
+	hosts := domainHosts(ds)
+	if p == nil || len(hosts) == 0 {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), preloadTimeout)
+		defer cancel()
+		if n := p.Preload(ctx, hosts); n > 0 {
+			e.log.Info("edge: custom domain certificates loaded ahead of visitors", "hosts", n)
+		}
+	}()
+}
 
 // compileDomains adds the custom domains of a snapshot to t: each host
 // answers as its project's site (the same deployment, Shield rules, cache

@@ -24,6 +24,7 @@ import (
 
 	"github.com/svcplatform/platform/cache"
 	"github.com/svcplatform/platform/controlplane/blobs"
+	"github.com/svcplatform/platform/edge/internal/certcache"
 	"github.com/svcplatform/platform/edge/internal/h2"
 	"github.com/svcplatform/platform/edge/internal/listener"
 	"github.com/svcplatform/platform/edge/localca"
@@ -62,6 +63,9 @@ type Edge struct {
 	tlsConfig *tls.Config
 	ca        *localca.CA
 	acme      *autocert.Manager
+	// preload loads custom domains' certificates ahead of their first
+	// handshake (domains.go); nil without shared certificates.
+	preload   *certcache.Preloader
 	altSvc    []byte
 	httpsPort int
 

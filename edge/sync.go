@@ -148,6 +148,7 @@ func (e *Edge) apply(ctx context.Context, s *snapshot.Snapshot, raw []byte) erro
 		return fmt.Errorf("edge: configuration %d: fetching files: %w", s.Version, err)
 	}
 	prev := e.table.Swap(t)
+	e.preloadDomainCerts(e.preload, s.Domains)
 	keep := map[string]bool{}
 	for _, st := range t.sites {
 		if st.dep.origin != nil {

@@ -47,8 +47,10 @@ func (e *Edge) setupTLS() error {
 	}
 	if a := e.cfg.ACME; a != nil {
 		var cache autocert.Cache = autocert.DirCache(filepath.Join(e.cfg.DataDir, "acme"))
+		var rc *certcache.RemoteCache
 		if shared {
-			cache = certcache.NewRemoteCache(cc, time.Now, e.log)
+			rc = certcache.NewRemoteCache(cc, time.Now, e.log)
+			cache = rc
 		}
 		m := &autocert.Manager{
 			Prompt:     autocert.AcceptTOS,
@@ -60,6 +62,9 @@ func (e *Edge) setupTLS() error {
 			m.Client = &acme.Client{DirectoryURL: a.DirectoryURL}
 		}
 		e.acme = m
+		if rc != nil {
+			e.preload = &certcache.Preloader{Get: m.GetCertificate, Has: rc.Has}
+		}
 		e.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: m.GetCertificate,
 			NextProtos: []string{"h2", "http/1.1", acme.ALPNProto}}
 		return nil
@@ -73,6 +78,7 @@ func (e *Edge) setupTLS() error {
 		e.ca = ca
 		sc := certcache.NewShared(cc, ca.Pool(), e.cfg.AppsDomain, filepath.Join(e.cfg.DataDir, "certs", "hosts"), e.servesHost, time.Now, e.log)
 		sc.Warm()
+		e.preload = &certcache.Preloader{Get: sc.GetCertificate}
 		e.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: sc.GetCertificate,
 			NextProtos: []string{"h2", "http/1.1"}}
 		return nil

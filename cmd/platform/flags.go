@@ -48,6 +48,8 @@ type options struct {
 	runtimeDir     string
 	smtpURL        string
 	mailFrom       string
+	mailBounceAddr string
+	mailBounceDom  string
 	dnsResolver    string
 	edgeAddrs      string
 	s3Host         string
@@ -108,6 +110,8 @@ func (o *options) defs() []flagDef {
 		{"runtime-dir", "PLATFORM_RUNTIME_DIR", "", "where running apps' directories live, outside --data (default <data>.runtime)", &o.runtimeDir},
 		{"smtp-url", "PLATFORM_SMTP_URL", "", "mail: the SMTP relay, smtp://user:pass@host:587 (STARTTLS when offered; ?starttls=required) or smtps://user:pass@host:465; prefer the environment variable (the password); empty writes messages to DIR/mail", &o.smtpURL},
 		{"mail-from", "PLATFORM_MAIL_FROM", "", "mail: the platform's sender, Name <address> (default Platform <noreply@<apps-domain>>); publish SPF and DKIM for it at the relay", &o.mailFrom},
+		{"mail-bounce-domain", "PLATFORM_MAIL_BOUNCE_DOMAIN", "", "mail: the domain of every message's envelope sender bounces+<token>@<domain> (default: the domain of --mail-from); its MX must reach --mail-bounce-addr", &o.mailBounceDom},
+		{"mail-bounce-addr", "PLATFORM_MAIL_BOUNCE_ADDR", "", "mail: host:port of the SMTP listener that takes bounces (RFC 3464) and complaints (RFC 5965) for the messages sent; empty: off", &o.mailBounceAddr},
 		{"storage-host", "PLATFORM_STORAGE_HOST", "", "storage buckets: the edge's host serving public objects from its cache and signed URLs (default storage.<apps-domain> for serve); - serves them from the API address only", &o.storageHost},
 		{"s3-host", "PLATFORM_S3_HOST", "", "storage buckets: a host name at whose root the S3-compatible API answers, for clients whose endpoint takes no path (minio-go, mc); /s3 on the API address always answers", &o.s3Host},
 		{"dns-resolver", "PLATFORM_DNS_RESOLVER", "", "the DNS server (host:port) sending and custom domains are looked up at; empty uses the system's resolver", &o.dnsResolver},

@@ -21,8 +21,11 @@ const (
 	// HTTP/3), bound by edge.Listen.
 	groupEdge = "edge"
 	// groupLive is live ingest: RTMP (bound by nginx) and RTMPS (by the
-	// platform's TLS proxy), both started while the control plane is built.
+	// platform's TLS proxy), both started when the control plane runs.
 	groupLive = "live"
+	// groupMail is the SMTP listener taking bounces and complaints
+	// (--mail-bounce-addr), bound when the control plane runs.
+	groupMail = "mail"
 )
 
 // listenerFlag is one address a command listens on and the flag that sets it.
@@ -54,6 +57,9 @@ func listenersOf(cmd string, o options) []listenerFlag {
 		if o.rtmpsAddr != "" && o.acmeEmail == "" {
 			out = append(out, listenerFlag{what: "rtmps", flag: "rtmps-addr", env: "PLATFORM_RTMPS_ADDR", addr: o.rtmpsAddr, group: groupLive})
 		}
+	}
+	if cmd != "edge" && o.mailBounceAddr != "" {
+		out = append(out, listenerFlag{what: "mail bounces", flag: "mail-bounce-addr", env: "PLATFORM_MAIL_BOUNCE_ADDR", addr: o.mailBounceAddr, group: groupMail})
 	}
 	return out
 }

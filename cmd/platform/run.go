@@ -27,6 +27,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/ai"
 	"github.com/svcplatform/platform/controlplane/blobs"
 	"github.com/svcplatform/platform/controlplane/buckets"
+	"github.com/svcplatform/platform/controlplane/certs"
 	"github.com/svcplatform/platform/controlplane/domains"
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
 	"github.com/svcplatform/platform/controlplane/mail"
@@ -130,8 +131,10 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 		// their own host.
 		bucketsCfg.PublicBaseURL = "https://" + storageHost + portSuffix(httpsPort)
 	}
-	// Live ingest binds its own addresses while the control plane is built.
+	// Live ingest and the bounce listener bind their own addresses when
+	// the control plane runs.
 	res.release(groupLive)
+	res.release(groupMail)
 	cp, err := controlplane.New(ctx, controlplane.Config{
 		DataDir: o.data, AppsDomain: o.appsDomain, AppsPort: port, Logger: log, Registerer: reg,
 		Bootstrap:            boot,
@@ -143,8 +146,9 @@ func run(ctx context.Context, cmd string, o options, log *slog.Logger, out io.Wr
 		APIBaseURL:           public, // every link handed out starts with it
 		PublicURL:            strings.TrimRight(o.publicURL, "/"),
 		Payments:             payments.Config{Processor: o.payProcessor, StripeKey: o.stripeKey, StripeBaseURL: o.stripeBaseURL},
-		Mail:                 mail.Config{SMTPURL: o.smtpURL, From: o.mailFrom, DNSResolver: o.dnsResolver},
+		Mail:                 mail.Config{SMTPURL: o.smtpURL, From: o.mailFrom, DNSResolver: o.dnsResolver, BounceDomain: o.mailBounceDom, BounceListen: o.mailBounceAddr},
 		Domains:              domains.Config{DNSResolver: o.dnsResolver, EdgeAddresses: splitList(o.edgeAddrs), ACME: o.acmeEmail != ""},
+		CertsACME:            certsACME(o),
 		S3Host:               o.s3Host,
 		Media:                mediaCfg,
 		Buckets:              bucketsCfg,
@@ -633,4 +637,14 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// certsACME is the ACME CA the control plane orders custom domains'
+// certificates from (the edges' --acme-email and --acme-directory); nil
+// without ACME.
+func certsACME(o options) *certs.ACMEConfig {
+	if o.acmeEmail == "" {
+		return nil
+	}
+	return &certs.ACMEConfig{Email: o.acmeEmail, DirectoryURL: o.acmeDirectory}
 }

@@ -31,6 +31,7 @@ func TestListenersOf(t *testing.T) {
 	if err := all.parse("serve", nil); err != nil {
 		t.Fatal(err)
 	}
+	all.mailBounceAddr = "127.0.0.1:2525" // off by default
 	var addrFlags []string
 	for _, d := range all.defs() {
 		if strings.HasSuffix(d.name, "-addr") {
@@ -45,12 +46,13 @@ func TestListenersOf(t *testing.T) {
 		want []string
 	}{
 		{"serve: every address flag", "serve", nil, addrFlags},
-		{"controlplane: no edge", "controlplane", nil, []string{"admin-addr", "api-addr", "rtmp-addr", "rtmps-addr"}},
+		{"controlplane: no edge", "controlplane", nil, []string{"admin-addr", "api-addr", "mail-bounce-addr", "rtmp-addr", "rtmps-addr"}},
 		{"edge: no API, no live ingest", "edge", nil, []string{"admin-addr", "http-addr", "https-addr"}},
-		{"live ingest off", "serve", func(o *options) { o.rtmpAddr = "" }, []string{"admin-addr", "api-addr", "http-addr", "https-addr"}},
-		{"RTMPS off", "serve", func(o *options) { o.rtmpsAddr = "" }, []string{"admin-addr", "api-addr", "http-addr", "https-addr", "rtmp-addr"}},
-		{"RTMPS off with ACME", "serve", func(o *options) { o.acmeEmail = "ops@example.com" }, []string{"admin-addr", "api-addr", "http-addr", "https-addr", "rtmp-addr"}},
-		{"plain HTTP off", "serve", func(o *options) { o.httpAddr = "-" }, []string{"admin-addr", "api-addr", "https-addr", "rtmp-addr", "rtmps-addr"}},
+		{"live ingest off", "serve", func(o *options) { o.rtmpAddr = "" }, []string{"admin-addr", "api-addr", "http-addr", "https-addr", "mail-bounce-addr"}},
+		{"bounce listener off", "serve", func(o *options) { o.mailBounceAddr = "" }, []string{"admin-addr", "api-addr", "http-addr", "https-addr", "rtmp-addr", "rtmps-addr"}},
+		{"RTMPS off", "serve", func(o *options) { o.rtmpsAddr = "" }, []string{"admin-addr", "api-addr", "http-addr", "https-addr", "mail-bounce-addr", "rtmp-addr"}},
+		{"RTMPS off with ACME", "serve", func(o *options) { o.acmeEmail = "ops@example.com" }, []string{"admin-addr", "api-addr", "http-addr", "https-addr", "mail-bounce-addr", "rtmp-addr"}},
+		{"plain HTTP off", "serve", func(o *options) { o.httpAddr = "-" }, []string{"admin-addr", "api-addr", "https-addr", "mail-bounce-addr", "rtmp-addr", "rtmps-addr"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := all

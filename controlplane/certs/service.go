@@ -89,6 +89,9 @@ type Config struct {
 	// installation's: `platform serve` passes DATA/ca so users keep
 	// trusting the CA its edge made before.
 	ImportCADir string `json:"importCaDir,omitempty"`
+	// ACME, when set, is the ACME CA Obtain orders custom domains'
+	// certificates from ahead of their first visitor.
+	ACME *ACMEConfig `json:"acme,omitempty"`
 }
 
 // check names what is missing.
@@ -122,6 +125,9 @@ type Service struct {
 	caPEM []byte
 	ca    *localca.CA
 
+	acmeCfg *ACMEConfig
+	acme    acmeState
+
 	// issueMu makes one replica sign at most one certificate per host at a
 	// time (the store's transaction settles races between replicas).
 	issueMu sync.Mutex
@@ -144,7 +150,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	s := &Service{db: d.DB, sealer: d.Sealer, clock: d.Clock, certClock: d.CertClock, log: d.Logger, sites: d.Sites, auth: d.Auth}
+	s := &Service{db: d.DB, sealer: d.Sealer, clock: d.Clock, certClock: d.CertClock, log: d.Logger, sites: d.Sites, auth: d.Auth, acmeCfg: cfg.ACME}
 	if s.auth == nil {
 		s.auth = EdgeTokens{DB: d.DB}
 	}

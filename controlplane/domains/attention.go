@@ -79,11 +79,19 @@ func (s *Service) Attention(ctx context.Context, workspace string) ([]usage.Item
 
 // certItem is the attention item of host's certificate, if it needs one.
 func (s *Service) certItem(ctx context.Context, d domain, host string, now time.Time) (usage.Item, bool, error) {
+	link := usage.Link{Method: "GET", API: "/api/domains/" + d.ID, Dashboard: "/projects/" + d.Project + "/domains"}
+	if st, ok, err := getCertState(ctx, s.d.DB, host); err != nil {
+		return usage.Item{}, false, err
+	} else if ok && st.Failures > 0 && st.DomainID == d.ID {
+		since := st.NextTry
+		return usage.Item{Kind: KindDomainCertificate, Severity: usage.Warning, ProjectID: d.Project, Since: &since, Link: link,
+			Reason: fmt.Sprintf("the certificate of %s could not be obtained (%d attempts; next at %s): %s; check that %s points at the platform and no CAA record forbids the CA",
+				host, st.Failures, st.NextTry.Format(time.RFC3339), st.LastError, host)}, true, nil
+	}
 	notAfter, found, err := s.d.Certs.Expiry(ctx, host)
 	if err != nil {
 		return usage.Item{}, false, err
 	}
-	link := usage.Link{Method: "GET", API: "/api/domains/" + d.ID, Dashboard: "/projects/" + d.Project + "/domains"}
 	switch {
 	case found && notAfter.Sub(now) < CertWarnBefore:
 		since := notAfter.Add(-CertWarnBefore)

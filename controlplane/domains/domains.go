@@ -75,6 +75,9 @@ type Config struct {
 	RecheckEvery time.Duration `json:"recheckEvery,omitempty"`
 	// LookupTimeout bounds the look-ups of one domain (DefaultLookupTimeout).
 	LookupTimeout time.Duration `json:"lookupTimeout,omitempty"`
+	// CertEvery is how often verified domains' certificates are checked
+	// and obtained or renewed when Deps.Obtainer is set (DefaultCertEvery).
+	CertEvery time.Duration `json:"certEvery,omitempty"`
 
 	edges []netip.Addr
 }
@@ -91,6 +94,9 @@ func (c *Config) Provision() {
 	}
 	if c.LookupTimeout <= 0 {
 		c.LookupTimeout = DefaultLookupTimeout
+	}
+	if c.CertEvery <= 0 {
+		c.CertEvery = DefaultCertEvery
 	}
 	c.edges = c.edges[:0]
 	for _, a := range c.EdgeAddresses {
@@ -136,6 +142,7 @@ type Publisher interface {
 type Jobs interface {
 	Register(kind string, h jobs.Handler, o jobs.KindOptions)
 	Every(kind string, interval time.Duration)
+	Enqueue(ctx context.Context, q store.Querier, kind string, payload any, o jobs.EnqueueOptions) (string, error)
 }
 
 // Certificates tells when the certificate the edges serve for a host
@@ -156,6 +163,10 @@ type Deps struct {
 	// Certs, when set, lets the attention list report certificates that
 	// were not issued or not renewed.
 	Certs Certificates
+	// Obtainer, when set (the control plane has an ACME CA), obtains
+	// verified domains' certificates ahead of their first visitor and
+	// renews them within CertRenewBefore of expiry (*certs.Service).
+	Obtainer CertObtainer
 	// Audit records domains added and removed (audit.New over DB when nil).
 	Audit *audit.Log
 	// Logger receives state changes (slog.Default when nil).
@@ -213,6 +224,10 @@ func New(cfg Config, d Deps) (*Service, error) {
 	s := &Service{cfg: cfg, d: d, resolver: newResolver(cfg.DNSResolver), m: newMetrics()}
 	d.Jobs.Register(jobRecheck, s.recheckJob, jobs.KindOptions{MaxAttempts: 3, Backoff: []time.Duration{5 * time.Minute}, Timeout: 30 * time.Minute})
 	d.Jobs.Every(jobRecheck, cfg.RecheckEvery)
+	if d.Obtainer != nil {
+		d.Jobs.Register(jobCerts, s.certsJob, jobs.KindOptions{MaxAttempts: 1, Timeout: 30 * time.Minute})
+		d.Jobs.Every(jobCerts, cfg.CertEvery)
+	}
 	return s, nil
 }
 

@@ -116,6 +116,12 @@ type fixture struct {
 
 func newFixture(t *testing.T, e pgtest.Engine, cfg Config) *fixture {
 	t.Helper()
+	return newFixtureWith(t, e, cfg, nil)
+}
+
+// newFixtureWith is newFixture with an Obtainer of certificates.
+func newFixtureWith(t *testing.T, e pgtest.Engine, cfg Config, obt CertObtainer) *fixture {
+	t.Helper()
 	f := &fixture{t: t, db: e.Open(t), clk: clock.NewFake(t0), dns: dnstest.Start(t)}
 	quiet := slog.New(slog.DiscardHandler)
 	var err error
@@ -142,7 +148,7 @@ func newFixture(t *testing.T, e pgtest.Engine, cfg Config) *fixture {
 	if cfg.EdgeAddresses == nil {
 		cfg.EdgeAddresses = []string{edgeAddr}
 	}
-	if f.svc, err = New(cfg, Deps{DB: f.db, Clock: f.clk, Jobs: f.runner, Projects: f.prj, Pub: f.sync, Logger: quiet}); err != nil {
+	if f.svc, err = New(cfg, Deps{DB: f.db, Clock: f.clk, Jobs: f.runner, Projects: f.prj, Pub: f.sync, Obtainer: obt, Logger: quiet}); err != nil {
 		t.Fatal(err)
 	}
 	// The site addresses resolve to the edge, as the apps domain's

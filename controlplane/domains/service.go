@@ -47,6 +47,21 @@ type CustomDomain struct {
 	CheckedAt  *time.Time `json:"checkedAt"`
 	VerifiedAt *time.Time `json:"verifiedAt" doc:"when the TXT record was found (the name became the project's)"`
 	CreatedAt  time.Time  `json:"createdAt"`
+	// Certificates are the certificates the control plane obtained ahead
+	// of visitors for the domain's hosts (with an ACME CA; empty until the
+	// first attempt, and without one).
+	Certificates []HostCertificate `json:"certificates" doc:"per host: the certificate obtained ahead of visitors (notAfter), or the last failure and the next attempt"`
+}
+
+// HostCertificate is the state of one host's certificate.
+type HostCertificate struct {
+	Host     string     `json:"host"`
+	NotAfter *time.Time `json:"notAfter"`
+	// Error is why the last attempt failed; NextAttempt when it is tried
+	// again (the backoff grows with Failures).
+	Error       string     `json:"error,omitempty"`
+	Failures    int        `json:"failures,omitempty"`
+	NextAttempt *time.Time `json:"nextAttempt,omitempty"`
 }
 
 // CustomDomainAnswer wraps one custom domain.
@@ -74,7 +89,28 @@ func (s *Service) view(d domain, site string) CustomDomain {
 	}
 	return CustomDomain{ID: d.ID, ProjectID: d.Project, Name: d.Name, Apex: d.Apex, Redirect: redirect, Hosts: d.hosts(), State: d.State,
 		Records: withStatuses(s.expected(d, site), d.Records), Problem: d.Problem, CheckedAt: optionalTime(d.CheckedAt),
-		VerifiedAt: optionalTime(d.VerifiedAt), CreatedAt: d.CreatedAt}
+		VerifiedAt: optionalTime(d.VerifiedAt), CreatedAt: d.CreatedAt, Certificates: []HostCertificate{}}
+}
+
+// viewFull is view with the domain's certificate states.
+func (s *Service) viewFull(ctx context.Context, d domain, site string) (CustomDomain, error) {
+	v := s.view(d, site)
+	v.Certificates = []HostCertificate{}
+	for _, h := range d.hosts() {
+		st, ok, err := getCertState(ctx, s.d.DB, h)
+		if err != nil {
+			return v, err
+		}
+		if !ok || st.DomainID != d.ID {
+			continue
+		}
+		hc := HostCertificate{Host: h, NotAfter: optionalTime(st.NotAfter), Error: st.LastError, Failures: st.Failures}
+		if st.Failures > 0 {
+			hc.NextAttempt = optionalTime(st.NextTry)
+		}
+		v.Certificates = append(v.Certificates, hc)
+	}
+	return v, nil
 }
 
 // Errors the API answers.
@@ -169,7 +205,11 @@ func (s *Service) List(ctx context.Context, pr *auth.Principal, projectID string
 	}
 	out := CustomDomainList{Domains: make([]CustomDomain, 0, len(ds))}
 	for _, d := range ds {
-		out.Domains = append(out.Domains, s.view(d, s.siteHost(p)))
+		v, err := s.viewFull(ctx, d, s.siteHost(p))
+		if err != nil {
+			return CustomDomainList{}, err
+		}
+		out.Domains = append(out.Domains, v)
 	}
 	return out, nil
 }
@@ -200,7 +240,7 @@ func (s *Service) Get(ctx context.Context, pr *auth.Principal, id string) (Custo
 	if err != nil {
 		return CustomDomain{}, err
 	}
-	return s.view(d, s.siteHost(p)), nil
+	return s.viewFull(ctx, d, s.siteHost(p))
 }
 
 // Verify looks the domain's records up now and records what it found. A
@@ -227,7 +267,7 @@ func (s *Service) Verify(ctx context.Context, pr *auth.Principal, id string) (Cu
 		return CustomDomain{}, &api.Error{Kind: api.KindUnavailable, Code: "dns_unavailable",
 			Message: "the domain's DNS records could not be looked up; retry shortly", Err: err}
 	}
-	return s.view(d, s.siteHost(p)), nil
+	return s.viewFull(ctx, d, s.siteHost(p))
 }
 
 // takenError: a host of a domain whose TXT record was found is held by
@@ -304,6 +344,9 @@ func (s *Service) recheck(ctx context.Context, d domain, site string) (domain, e
 	s.m.checks.WithLabelValues(d.State).Inc()
 	if prev != d.State {
 		s.d.Logger.Info("domains: state", "domain", d.Name, "project", d.Project, "state", d.State, "was", prev)
+		if d.State == StateVerified {
+			s.obtainSoon(ctx, d)
+		}
 	}
 	return d, nil
 }
@@ -321,6 +364,9 @@ func (s *Service) Delete(ctx context.Context, pr *auth.Principal, id string) err
 	}
 	return s.d.Pub.Change(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM domain_hosts WHERE domain_id = ?`, d.ID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM domain_certs WHERE domain_id = ?`, d.ID); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM domains WHERE id = ?`, d.ID)

@@ -24,6 +24,9 @@ func (s *Service) Remove(ctx context.Context, projectID string) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM domain_hosts WHERE project_id = ?`, projectID); err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM domain_certs WHERE domain_id IN (SELECT id FROM domains WHERE project_id = ?)`, projectID); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM domains WHERE project_id = ?`, projectID)
 		return err
 	})

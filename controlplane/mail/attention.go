@@ -15,7 +15,15 @@ const (
 	// KindSendingDomain: a sending domain lost its records, or was added
 	// and not verified within PendingAfter.
 	KindSendingDomain = "sending_domain"
+	// KindMailBounces: a project's hard bounces reached BounceRateWarn of
+	// its sent messages in the last FailedWithin, or a recipient
+	// complained.
+	KindMailBounces = "mail_bounces"
 )
+
+// BounceRateWarn is the share of hard bounces (per sent message) that
+// raises an attention item; providers start to throttle around 5%.
+const BounceRateWarn = 0.05
 
 // Attention windows.
 const (
@@ -45,6 +53,20 @@ func (s *Service) Attention(ctx context.Context, workspace string) ([]usage.Item
 		out = append(out, usage.Item{Kind: KindMailFailed, Severity: usage.Warning, ProjectID: f.Project, Since: &since,
 			Reason: fmt.Sprintf("%d e-mails of %s failed in the last 7 days; the latest: %s", f.Count, name, clipText(f.Reason, 160)),
 			Link:   usage.Link{Method: "GET", API: "/api/projects/" + f.Project + "/emails?state=failed", Dashboard: "/projects/" + f.Project + "/emails"}})
+	}
+	rates, err := bounceRates(ctx, s.d.DB, workspace, now.Add(-FailedWithin))
+	if err != nil {
+		return nil, fmt.Errorf("mail: attention: %w", err)
+	}
+	for _, b := range rates {
+		if b.Complained == 0 && float64(b.Bounced) < BounceRateWarn*float64(max(b.Sent, 1)) {
+			continue
+		}
+		since := b.Last
+		out = append(out, usage.Item{Kind: KindMailBounces, Severity: usage.Warning, ProjectID: b.Project, Since: &since,
+			Reason: fmt.Sprintf("%s: %d hard bounces and %d complaints for %d e-mails sent in the last 7 days; the latest: %s. The addresses are suppressed: clean the recipient list to protect deliverability",
+				s.projectName(ctx, workspace, b.Project), b.Bounced, b.Complained, b.Sent, clipText(b.LastDiag, 160)),
+			Link: usage.Link{Method: "GET", API: "/api/projects/" + b.Project + "/email-suppressions", Dashboard: "/projects/" + b.Project + "/emails"}})
 	}
 	ds, err := queryDomains(ctx, s.d.DB, "workspace_id = ? AND state <> ?", workspace, DomainVerified)
 	if err != nil {

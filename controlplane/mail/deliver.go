@@ -188,6 +188,7 @@ func (s *Service) deliver(ctx context.Context, r *record) error {
 		}
 		r.From, r.EnvelopeFrom, r.ReplyTo, r.DomainID = snd.from.String(), snd.envelope, snd.replyTo, snd.domainID
 	}
+	r.EnvelopeFrom = s.envelopeOf(*r)
 	raw, err := s.build(ctx, *r, c)
 	if err != nil {
 		return err
@@ -199,6 +200,16 @@ func (s *Service) deliver(ctx context.Context, r *record) error {
 			return fmt.Errorf("mail: stored recipient %q: %w", to, err)
 		}
 		env.to = append(env.to, a.Address)
+	}
+	if r.Project != "" {
+		kept, err := s.unsuppressed(ctx, r.Project, env.to)
+		if err != nil {
+			return err
+		}
+		if len(kept) == 0 {
+			return permanentErr("every recipient is on the project's suppression list (an earlier bounce or complaint): remove them with DELETE /api/projects/{id}/email-suppressions/{address} to send again")
+		}
+		env.to = kept
 	}
 	tctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()

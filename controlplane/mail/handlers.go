@@ -75,3 +75,20 @@ func (h Handlers) DeleteDomain(w http.ResponseWriter, r *http.Request) error {
 	err := h.S.DeleteDomain(r.Context(), api.PrincipalFrom(r.Context()), id)
 	return api.Reply(w, http.StatusOK, api.Deleted{ID: id, Deleted: true}, err)
 }
+
+// ListSuppressions answers GET /api/projects/{id}/email-suppressions.
+func (h Handlers) ListSuppressions(w http.ResponseWriter, r *http.Request) error {
+	limit, cursor, err := api.Page(r, DefaultPageSize, MaxPageSize, "cursor")
+	if err != nil {
+		return err
+	}
+	p, err := h.S.Suppressions(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), limit, cursor)
+	return api.Reply(w, http.StatusOK, p, err)
+}
+
+// DeleteSuppression answers DELETE /api/projects/{id}/email-suppressions/{address}.
+func (h Handlers) DeleteSuppression(w http.ResponseWriter, r *http.Request) error {
+	a := r.PathValue("address")
+	err := h.S.Unsuppress(r.Context(), api.PrincipalFrom(r.Context()), r.PathValue("id"), a)
+	return api.Reply(w, http.StatusOK, api.Deleted{ID: strings.ToLower(a), Deleted: true}, err)
+}

@@ -123,6 +123,24 @@ type Config struct {
 	// DKIMKeyBits is the size of the RSA key made for each sending domain
 	// (DefaultDKIMKeyBits).
 	DKIMKeyBits int `json:"dkimKeyBits,omitempty"`
+	// BounceDomain is the domain of every message's envelope sender
+	// (bounces+<token>@<BounceDomain>), where delivery status
+	// notifications and complaints come back; its MX must reach the bounce
+	// listener. The domain of From when empty.
+	BounceDomain string `json:"bounceDomain,omitempty"`
+	// BounceLocal is the local part before "+<token>" (DefaultBounceLocal).
+	BounceLocal string `json:"bounceLocal,omitempty"`
+	// BounceListen, when set, is the host:port RunBounces accepts reports
+	// on (SMTP, as an MX would be reached).
+	BounceListen string `json:"bounceListen,omitempty"`
+	// BounceMaxBytes bounds one report message (DefaultBounceMaxBytes).
+	BounceMaxBytes int `json:"bounceMaxBytes,omitempty"`
+	// BounceMaxConns bounds simultaneous connections to the listener
+	// (DefaultBounceMaxConns).
+	BounceMaxConns int `json:"bounceMaxConns,omitempty"`
+	// BounceTimeout bounds one connection to the listener
+	// (DefaultBounceTimeout).
+	BounceTimeout time.Duration `json:"bounceTimeout,omitempty"`
 	// TLS, when set, is the relay's TLS configuration (a private CA's
 	// roots); the system's roots otherwise.
 	TLS *tls.Config `json:"-"`
@@ -160,8 +178,24 @@ func (c *Config) Provision() {
 	if c.DKIMKeyBits <= 0 {
 		c.DKIMKeyBits = DefaultDKIMKeyBits
 	}
+	if c.BounceLocal == "" {
+		c.BounceLocal = DefaultBounceLocal
+	}
+	if c.BounceMaxBytes <= 0 {
+		c.BounceMaxBytes = DefaultBounceMaxBytes
+	}
+	if c.BounceMaxConns <= 0 {
+		c.BounceMaxConns = DefaultBounceMaxConns
+	}
+	if c.BounceTimeout <= 0 {
+		c.BounceTimeout = DefaultBounceTimeout
+	}
+	c.BounceDomain = strings.ToLower(strings.TrimSpace(c.BounceDomain))
 	if a, err := mail.ParseAddress(c.From); err == nil {
 		_, dom, _ := strings.Cut(a.Address, "@")
+		if c.BounceDomain == "" {
+			c.BounceDomain = strings.ToLower(dom)
+		}
 		if c.SPFInclude == "" {
 			c.SPFInclude = strings.ToLower(dom)
 		}
@@ -182,6 +216,17 @@ func (c *Config) Validate() error {
 	if c.SMTPURL != "" {
 		if _, err := ParseRelayURL(c.SMTPURL); err != nil {
 			return err
+		}
+	}
+	if c.BounceDomain == "" || strings.ContainsAny(c.BounceDomain, "@ <>\"") || strings.ContainsFunc(c.BounceDomain, isControl) {
+		return fmt.Errorf("mail: bounce domain %q must be a domain name (the MX of bounces)", c.BounceDomain)
+	}
+	if c.BounceLocal == "" || strings.ContainsAny(c.BounceLocal, "@+ <>\"") || strings.ContainsFunc(c.BounceLocal, isControl) {
+		return fmt.Errorf("mail: bounce local part %q must be letters, digits, dots or dashes, without '+'", c.BounceLocal)
+	}
+	if c.BounceListen != "" {
+		if _, _, err := net.SplitHostPort(c.BounceListen); err != nil {
+			return fmt.Errorf("mail: bounce listener %q must be host:port: %w", c.BounceListen, err)
 		}
 	}
 	if c.DNSResolver != "" {

@@ -9,6 +9,8 @@ type metrics struct {
 	deliveries *prometheus.CounterVec
 	seconds    *prometheus.HistogramVec
 	checks     *prometheus.CounterVec
+	reports    *prometheus.CounterVec
+	sessions   *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -23,10 +25,14 @@ func newMetrics() *metrics {
 			Help: "Time of one delivery attempt, by transport.", Buckets: prometheus.ExponentialBuckets(0.005, 4, 8)}, []string{"transport"}),
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "platform_mail_domain_checks_total",
 			Help: "Sending domain look-ups, by outcome (verified, pending, failed, error)."}, []string{"result"}),
+		reports: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "platform_mail_reports_total",
+			Help: "Recipients named by bounce and complaint reports received, by kind (bounce, soft_bounce, delayed, complaint)."}, []string{"kind"}),
+		sessions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "platform_mail_bounce_messages_total",
+			Help: "Messages offered to the bounce listener, by result (recorded, ignored, refused, too_large, busy)."}, []string{"result"}),
 	}
 }
 
 // Collectors returns the area's metrics for the admin /metrics.
 func (s *Service) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{s.m.accepted, s.m.refused, s.m.deliveries, s.m.seconds, s.m.checks}
+	return []prometheus.Collector{s.m.accepted, s.m.refused, s.m.deliveries, s.m.seconds, s.m.checks, s.m.reports, s.m.sessions}
 }

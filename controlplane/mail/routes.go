@@ -31,5 +31,9 @@ func Routes(h Handlers) []api.Route {
 			Summary: "Look the sending domain's SPF and DKIM records up now; verified once both are found", Response: DomainAnswer{}},
 		{Method: D, Path: "/api/mail/domains/{id}", Op: auth.OpMailDomains, Handler: h.DeleteDomain,
 			Summary: "Remove a sending domain and its key (mail goes from the platform's address)", Response: api.Deleted{}},
+		{Method: G, Path: "/api/projects/{id}/email-suppressions", Op: auth.OpMailRead, ProjectParam: "id", Handler: h.ListSuppressions,
+			Summary: "Addresses the project no longer sends to after a hard bounce or a complaint, by address: ?limit=&cursor=", Response: SuppressionPage{}},
+		{Method: D, Path: "/api/projects/{id}/email-suppressions/{address}", Op: auth.OpMailSend, ProjectParam: "id", Handler: h.DeleteSuppression,
+			Summary: "Remove an address from the suppression list so the project may send to it again", Response: api.Deleted{}},
 	}
 }

@@ -53,7 +53,11 @@ type Email struct {
 	FailureReason string `json:"failureReason,omitempty"`
 	LastError     string `json:"lastError,omitempty"`
 	// SMTPCode is the relay's reply code to the last failed attempt.
-	SMTPCode  int        `json:"smtpCode,omitempty"`
+	SMTPCode int `json:"smtpCode,omitempty"`
+	// Bounce is the latest bounce, delay or complaint report received for
+	// a sent message (null until one arrives). A bounce or complaint puts
+	// the recipient on the project's suppression list.
+	Bounce    *Bounce    `json:"bounce"`
 	CreatedAt time.Time  `json:"createdAt"`
 	SentAt    *time.Time `json:"sentAt"`
 	FailedAt  *time.Time `json:"failedAt"`
@@ -76,6 +80,9 @@ func (r record) view() Email {
 		State: r.State, Attempts: r.Attempts, SMTPCode: r.SMTPCode, CreatedAt: r.CreatedAt}
 	if e.To == nil {
 		e.To = []string{}
+	}
+	if r.BounceType != "" {
+		e.Bounce = &Bounce{Type: r.BounceType, Recipient: r.BounceRecipient, Status: r.BounceStatus, Diagnostic: r.BounceDiag, At: r.BouncedAt}
 	}
 	switch r.State {
 	case StateFailed:
@@ -217,6 +224,10 @@ func (s *Service) sendProject(ctx context.Context, workspace, projectID, source,
 		s.m.refused.WithLabelValues(refusalOf(err)).Inc()
 		return Email{}, err
 	}
+	if err := s.refuseSuppressed(ctx, p.ID, c.to); err != nil {
+		s.m.refused.WithLabelValues(refusalOf(err)).Inc()
+		return Email{}, err
+	}
 	snd, err := s.projectSender(ctx, s.d.DB, p, c.replyTo)
 	if err != nil {
 		return Email{}, err
@@ -322,7 +333,8 @@ func (s *Service) newRecord(now time.Time, c checked, snd sender) record {
 	_, dom, _ := strings.Cut(s.from.Address, "@")
 	r := record{ID: id, From: snd.from.String(), EnvelopeFrom: snd.envelope, ReplyTo: snd.replyTo, DomainID: snd.domainID,
 		Recipients: rcpts, RecipientCount: len(rcpts), Subject: c.subject, Size: c.size, MessageID: id + "@" + dom,
-		State: StateQueued, CreatedAt: now, UpdatedAt: now}
+		State: StateQueued, CreatedAt: now, UpdatedAt: now, VERPToken: newVERPToken()}
+	r.EnvelopeFrom = s.envelopeOf(r)
 	r.Sealed = s.seal(id, c.body)
 	return r
 }
@@ -375,7 +387,7 @@ func refusalOf(err error) string {
 		return "error"
 	}
 	switch e.Code {
-	case "too_many_recipients", "message_too_large", "mail_rate_limited":
+	case "too_many_recipients", "message_too_large", "mail_rate_limited", CodeSuppressed:
 		return e.Code
 	}
 	return "invalid"

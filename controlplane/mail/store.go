@@ -44,18 +44,25 @@ type record struct {
 	SMTPCode                                    int
 	SendingUntil                                time.Time
 	CreatedAt, UpdatedAt, SentAt, FailedAt      time.Time
+	// VERPToken names the message in its envelope sender; the bounce
+	// fields are the latest report received for it.
+	VERPToken                                             string
+	BounceType, BounceRecipient, BounceStatus, BounceDiag string
+	BouncedAt                                             time.Time
 }
 
 const messageCols = `id, workspace_id, project_id, source, idempotency_key, from_addr, envelope_from, reply_to, requested_reply,
 	recipients, recipient_count, subject, content_sealed, size_bytes, domain_id, message_id, state, attempts, last_error,
-	smtp_code, sending_until, created_at, updated_at, sent_at, failed_at`
+	smtp_code, sending_until, created_at, updated_at, sent_at, failed_at, verp_token, bounce_type, bounce_recipient, bounce_status,
+	bounce_diagnostic, bounced_at`
 
 func scanMessage(row interface{ Scan(...any) error }) (record, error) {
 	var r record
-	var rcpts, until, created, updated, sent, failed string
+	var rcpts, until, created, updated, sent, failed, bounced string
 	err := row.Scan(&r.ID, &r.Workspace, &r.Project, &r.Source, &r.IdemKey, &r.From, &r.EnvelopeFrom, &r.ReplyTo, &r.RequestedReply,
 		&rcpts, &r.RecipientCount, &r.Subject, &r.Sealed, &r.Size, &r.DomainID, &r.MessageID, &r.State, &r.Attempts, &r.LastError,
-		&r.SMTPCode, &until, &created, &updated, &sent, &failed)
+		&r.SMTPCode, &until, &created, &updated, &sent, &failed, &r.VERPToken, &r.BounceType, &r.BounceRecipient, &r.BounceStatus,
+		&r.BounceDiag, &bounced)
 	if err != nil {
 		return r, err
 	}
@@ -64,6 +71,7 @@ func scanMessage(row interface{ Scan(...any) error }) (record, error) {
 	}
 	r.SendingUntil, r.CreatedAt, r.UpdatedAt = store.ParseTime(until), store.ParseTime(created), store.ParseTime(updated)
 	r.SentAt, r.FailedAt = store.ParseTime(sent), store.ParseTime(failed)
+	r.BouncedAt = store.ParseTime(bounced)
 	return r, nil
 }
 
@@ -75,11 +83,11 @@ func insertMessage(ctx context.Context, q store.Querier, r record) (bool, error)
 		return false, err
 	}
 	res, err := q.ExecContext(ctx, `INSERT INTO mail_messages (`+messageCols+`)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT (project_id, idempotency_key) WHERE idempotency_key <> '' DO NOTHING`,
 		r.ID, r.Workspace, r.Project, r.Source, r.IdemKey, r.From, r.EnvelopeFrom, r.ReplyTo, r.RequestedReply,
 		string(rcpts), r.RecipientCount, r.Subject, r.Sealed, r.Size, r.DomainID, r.MessageID, r.State, r.Attempts, r.LastError,
-		r.SMTPCode, "", store.FormatTime(r.CreatedAt), store.FormatTime(r.UpdatedAt), "", "")
+		r.SMTPCode, "", store.FormatTime(r.CreatedAt), store.FormatTime(r.UpdatedAt), "", "", r.VERPToken, "", "", "", "", "")
 	if err != nil {
 		return false, err
 	}
