@@ -209,6 +209,17 @@ func servicePages(t *testing.T, e *env, b *browser, prj string) {
 	b.clickText("main form button", "Query")
 	b.waitText("main table", "first")
 	b.check("vectors")
+	// The project's page lists it with its count, and opens it.
+	b.open("/projects/" + prj + "/vectors")
+	b.waitText("main table", "docs")
+	if row := b.text("main table tbody tr"); !strings.Contains(row, "docs") || !strings.Contains(row, "2") || !strings.Contains(row, "384") {
+		t.Fatalf("collections row %q", row)
+	}
+	b.clickText("main table a", "docs")
+	b.waitText("main h1", "Collection docs")
+	b.open("/projects/" + prj + "/vectors")
+	b.waitText("main table", "docs")
+	b.check("vectors-list")
 
 	// Mail: a sending domain and its records; the attention list's
 	// address for a project's e-mails opens the page.

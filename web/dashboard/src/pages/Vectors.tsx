@@ -6,19 +6,14 @@ import { Curl, ErrorNote, Field, Loading, Page, Select, TextArea, When } from ".
 import { useAction, useLoad } from "../components/load";
 import { ProjectLayout } from "./Project";
 
-// ProjectVectors: create a collection, open one by id (the API lists no
-// project's collections).
+// ProjectVectors: the project's collections with their counts; create one.
 export function ProjectVectors() {
-  return (
-    <ProjectLayout tab="/vectors">
-      {(d) => <NewCollection project={d.project.id} count={d.services["vectors"] ?? d.services["vector collections"] ?? 0} />}
-    </ProjectLayout>
-  );
+  return <ProjectLayout tab="/vectors">{(d) => <NewCollection project={d.project.id} />}</ProjectLayout>;
 }
 
-function NewCollection(props: { project: string; count: number }) {
+function NewCollection(props: { project: string }) {
   const can = useCan();
-  const [open, setOpen] = useState("");
+  const list = useLoad(() => unwrap(api.GET("/api/projects/{id}/vectors", { params: { path: { id: props.project } } })), [props.project]);
   const [name, setName] = useState("");
   const [dims, setDims] = useState("384");
   const [metric, setMetric] = useState("cosine");
@@ -30,22 +25,41 @@ function NewCollection(props: { project: string; count: number }) {
   return (
     <section aria-labelledby="vec-h">
       <h2 id="vec-h">Vector collections</h2>
-      <p>
-        This project has {props.count} {props.count === 1 ? "collection" : "collections"}. Open one by its id (shown when it was made).
-      </p>
-      <form
-        class="row"
-        aria-label="Open a collection"
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (open.trim()) navigate(`/vectors/${encodeURIComponent(open.trim())}`);
-        }}
-      >
-        <Field label="Collection id" name="collection" class="mono" value={open} onInput={(e) => setOpen(e.currentTarget.value)} />
-        <button type="submit" class="secondary">
-          Open
-        </button>
-      </form>
+      <ErrorNote error={list.error} />
+      {!list.data && !list.error && <Loading what="collections" />}
+      {list.data && list.data.collections.length === 0 && <p class="muted">No collections yet.</p>}
+      {list.data && list.data.collections.length > 0 && (
+        <table>
+          <caption class="visually-hidden">The project's vector collections</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Vectors</th>
+              <th scope="col">Dimensions</th>
+              <th scope="col">Metric</th>
+              <th scope="col">Filterable fields</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data.collections.map((c) => (
+              <tr key={c.id}>
+                <td>
+                  <a href={`/vectors/${c.id}`}>{c.name}</a>
+                </td>
+                <td>{c.vectorCount.toLocaleString()}</td>
+                <td>{c.dimensions}</td>
+                <td>{c.metric}</td>
+                <td>{c.metadataIndexes.map((m) => m.propertyName).join(", ") || "none"}</td>
+                <td>
+                  <When at={c.createdAt} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <Curl method="GET" path={`/api/projects/${props.project}/vectors`} what="List the collections" />
       {can("POST", "/api/projects/{id}/vectors") && (
         <form
           class="card narrow"
