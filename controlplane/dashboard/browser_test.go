@@ -524,6 +524,27 @@ func TestDashboardInChromium(t *testing.T) {
 	if detail.Serving.Deployment.Commit != 1 {
 		t.Fatalf("after the rollback commit %d serves", detail.Serving.Deployment.Commit)
 	}
+	// A preview of commit 2 (made through the API, as platform deploy
+	// --preview does) is listed with its own address and promoted on the
+	// page, without a build.
+	if st := e.owner("POST", "/api/repos/"+repo.Repo.ID+"/deploy", map[string]any{"projectId": prj, "commit": 2, "preview": true}, &dep); st != 202 {
+		t.Fatalf("deploy a preview: %d", st)
+	}
+	if st := e.waitDeployed(dep.Deployment.ID); st != "preview" {
+		t.Fatalf("preview: %s", st)
+	}
+	owner.open("/projects/" + prj + "/deployments")
+	owner.waitText("main table", "Promote to production")
+	if row := owner.text("main table tbody tr"); !strings.Contains(row, "preview") || !strings.Contains(row, "4--") {
+		t.Fatalf("the preview's row: %q", row)
+	}
+	owner.check("deployments-preview")
+	owner.clickText("main table button", "Promote to production")
+	owner.waitText("main table tbody tr:first-child td:nth-child(2)", "live")
+	e.owner("GET", "/api/projects/"+prj, nil, &detail)
+	if detail.Serving.Deployment.Commit != 2 {
+		t.Fatalf("after the promote commit %d serves", detail.Serving.Deployment.Commit)
+	}
 	reposPages(t, e, owner, prj, repo.Repo.ID)
 
 	// A database and a query with a parameter.

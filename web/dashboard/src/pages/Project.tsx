@@ -176,8 +176,15 @@ function DeploymentList(props: { d: Detail; reloadProject: () => Promise<void> }
     await props.reloadProject();
     navigate(`/projects/${id}/deployments/${deployment.id}`);
   });
+  const promote = useAction(async (dep: Deployment) => {
+    await unwrap(api.POST("/api/deployments/{id}/promote", { params: { path: { id: dep.id } } }));
+    await props.reloadProject();
+    await list.reload();
+  });
   const mayRollback = can("POST", "/api/repos/{id}/deploy");
+  const mayPromote = can("POST", "/api/deployments/{id}/promote");
   const deps = list.data?.deployments ?? [];
+  const preview = deps.find((x) => x.state === "preview");
   const live = deps.find((x) => x.state === "live");
   const rollbackable = (x: Deployment) => !!x.repoId && x.state === "inactive" && !!live && x.commit !== live.commit;
   const candidate = deps.find(rollbackable);
@@ -189,6 +196,7 @@ function DeploymentList(props: { d: Detail; reloadProject: () => Promise<void> }
       </div>
       <ErrorNote error={list.error} />
       <ErrorNote error={rollback.error} />
+      <ErrorNote error={promote.error} />
       {!list.data && !list.error && <Loading what="deployments" />}
       {list.data && deps.length === 0 && <p class="muted">No deployments yet. Push a commit to a repo and deploy it (see the README's "Deploy a site").</p>}
       {deps.length > 0 && (
@@ -199,6 +207,7 @@ function DeploymentList(props: { d: Detail; reloadProject: () => Promise<void> }
               <th scope="col">Deployment</th>
               <th scope="col">State</th>
               <th scope="col">Source</th>
+              <th scope="col">Own address</th>
               <th scope="col">Started</th>
               <th scope="col">Took</th>
               <th scope="col">
@@ -218,10 +227,24 @@ function DeploymentList(props: { d: Detail; reloadProject: () => Promise<void> }
                 </td>
                 <td>{x.repoName ? `${x.repoName} commit ${x.commit}` : x.source}</td>
                 <td>
+                  {x.previewUrl ? (
+                    <a href={x.previewUrl} target="_blank" rel="noopener">
+                      {new URL(x.previewUrl).host}
+                    </a>
+                  ) : (
+                    <span class="muted">none</span>
+                  )}
+                </td>
+                <td>
                   <When at={x.createdAt} />
                 </td>
                 <td>{duration(x.createdAt, x.finishedAt)}</td>
                 <td>
+                  {mayPromote && x.state === "preview" && (
+                    <button type="button" class="small" disabled={promote.busy} onClick={() => promote.run(x)}>
+                      Promote to production
+                    </button>
+                  )}
                   {mayRollback && rollbackable(x) && (
                     <button type="button" class="secondary small" disabled={rollback.busy} onClick={() => rollback.run(x)}>
                       Roll back to commit {x.commit}
@@ -232,6 +255,9 @@ function DeploymentList(props: { d: Detail; reloadProject: () => Promise<void> }
             ))}
           </tbody>
         </table>
+      )}
+      {mayPromote && preview && (
+        <Curl what="Promote the preview" method="POST" path={`/api/deployments/${preview.id}/promote`} cli={cli("promote", preview.id, "--project", id)} />
       )}
       {mayRollback && candidate?.repoId && (
         <Curl what="Roll back" method="POST" path={`/api/repos/${candidate.repoId}/deploy`} body={{ projectId: id, commit: candidate.commit }} cli={cli("rollback", candidate.commit, "--project", id)} />
