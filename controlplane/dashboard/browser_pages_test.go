@@ -283,6 +283,50 @@ func servicePages(t *testing.T, e *env, b *browser, prj string) {
 	b.clickText("main table button", "Share")
 	b.waitText(".secret", "/storage/")
 	b.check("bucket")
+	// A file larger than a part goes in parts (a multipart upload) with a
+	// progress bar; a larger one is cancelled after its first part, and
+	// nothing of it is stored.
+	big := filepath.Join(t.TempDir(), "video.bin")
+	data := make([]byte, 20<<20+12345)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(big, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.do("choose a large file", chromedp.SetUploadFiles(chromedp.CSS("#obj-file"), []string{big}))
+	b.waitText("main form", "Sent in 3 parts")
+	b.clickText("main form button", "Upload")
+	b.waitText("main [role=status]", "Uploaded video.bin")
+	b.waitText("main table", "video.bin")
+	var listed struct {
+		Objects []struct {
+			Key  string `json:"key"`
+			Size int64  `json:"size"`
+		} `json:"objects"`
+	}
+	e.owner("GET", "/api/buckets/"+strings.TrimPrefix(b.path(), "/buckets/")+"/objects?prefix=video", nil, &listed)
+	if len(listed.Objects) != 1 || listed.Objects[0].Size != int64(len(data)) {
+		t.Fatalf("the multipart upload stored %+v, want %d bytes", listed.Objects, len(data))
+	}
+	huge := filepath.Join(t.TempDir(), "huge.bin")
+	f, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(160 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	b.do("choose a huge file", chromedp.SetUploadFiles(chromedp.CSS("#obj-file"), []string{huge}))
+	b.clickText("main form button", "Upload")
+	b.waitJS("the first part sent", `(document.querySelector("#obj-progress")?.value ?? 0) >= 8 * 1024 * 1024`)
+	b.clickText("main form button", "Cancel upload")
+	b.waitText("main [role=status]", "Upload of huge.bin cancelled: nothing was stored.")
+	if b.has("main table", "huge.bin") {
+		t.Fatal("a cancelled upload is listed")
+	}
+	b.check("bucket-uploads")
 
 	// Agents and the project's tabs.
 	// Agents: a suggested one made on the page, then paused on its own.

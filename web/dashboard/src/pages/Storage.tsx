@@ -1,5 +1,5 @@
-import { useState } from "preact/hooks";
-import { api, query, unwrap, type Schemas } from "../api/client";
+import { useRef, useState } from "preact/hooks";
+import { api, csrf, query, unwrap, type Schemas } from "../api/client";
 import { navigate, useLocation, useParams } from "../router";
 import { useCan } from "../session";
 import { bytes, CopyButton, Curl, ErrorNote, Field, Loading, Page, TextArea, When } from "../components/ui";
@@ -282,8 +282,80 @@ function BucketList(props: { project: string }) {
   );
 }
 
-// BucketPage: objects by prefix with folders rolled up; upload, share with
-// a signed URL, delete; public or private.
+// partBytes is the size of a multipart upload's parts: a file larger than
+// one part goes through POST /api/buckets/{id}/uploads (parts of at least
+// 5 MiB but the last, as S3).
+const partBytes = 8 << 20;
+
+// objectPath is an object's API path, each segment of its key escaped.
+function objectPath(bucket: string, key: string): string {
+  return `/api/buckets/${encodeURIComponent(bucket)}/objects/${key.split("/").map(encodeURIComponent).join("/")}`;
+}
+
+// put sends body with PUT through XMLHttpRequest (fetch reports no upload
+// progress), reporting the bytes sent; signal cancels it.
+function put(path: string, body: Blob, contentType: string, onSent: (n: number) => void, signal: AbortSignal): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const x = new XMLHttpRequest();
+    x.open("PUT", path);
+    x.setRequestHeader("Content-Type", contentType || "application/octet-stream");
+    const token = csrf.get();
+    if (token) x.setRequestHeader("X-CSRF-Token", token);
+    x.upload.onprogress = (e) => onSent(e.loaded);
+    x.onload = () => {
+      if (x.status >= 300) {
+        let msg = x.responseText.slice(0, 300);
+        try {
+          msg = JSON.parse(x.responseText).error.message;
+        } catch {
+          /* not the API's error body */
+        }
+        reject(new Error(`the upload was refused (HTTP ${x.status}): ${msg}`));
+        return;
+      }
+      resolve(x.responseText ? JSON.parse(x.responseText) : {});
+    };
+    x.onerror = () => reject(new Error("the upload did not reach the server: check the connection and try again"));
+    x.onabort = () => reject(new DOMException("cancelled", "AbortError"));
+    if (signal.aborted) {
+      reject(new DOMException("cancelled", "AbortError"));
+      return;
+    }
+    signal.addEventListener("abort", () => x.abort(), { once: true });
+    x.send(body);
+  });
+}
+
+// sendFile stores file at key: one PUT, or a multipart upload of
+// partBytes parts for a larger file, aborted (its parts removed) when a
+// part fails or the upload is cancelled.
+async function sendFile(bucket: string, key: string, file: File, onSent: (n: number) => void, signal: AbortSignal) {
+  const type = file.type || "application/octet-stream";
+  if (file.size <= partBytes) {
+    await put(objectPath(bucket, key), file, type, onSent, signal);
+    return;
+  }
+  const { upload } = await unwrap(api.POST("/api/buckets/{id}/uploads", { params: { path: { id: bucket } }, body: { key, contentType: type } }));
+  const parts: { partNumber: number; etag: string }[] = [];
+  try {
+    let done = 0;
+    for (let n = 1, off = 0; off < file.size; n++, off += partBytes) {
+      const blob = file.slice(off, off + partBytes);
+      const path = `/api/buckets/${encodeURIComponent(bucket)}/uploads/${encodeURIComponent(upload.id)}/parts/${n}`;
+      const ans = (await put(path, blob, "application/octet-stream", (b) => onSent(done + b), signal)) as { part: { etag: string } };
+      done += blob.size;
+      parts.push({ partNumber: n, etag: ans.part.etag });
+    }
+    await unwrap(api.POST("/api/buckets/{id}/uploads/{uploadId}/complete", { params: { path: { id: bucket, uploadId: upload.id } }, body: { parts } }));
+  } catch (e) {
+    await api.DELETE("/api/buckets/{id}/uploads/{uploadId}", { params: { path: { id: bucket, uploadId: upload.id } } });
+    throw e;
+  }
+}
+
+// BucketPage: objects by prefix with folders rolled up; upload (with a
+// progress bar; large files in parts; cancel), share with a signed URL,
+// delete; public or private.
 export function BucketPage() {
   const { id } = useParams() as { id: string };
   const can = useCan();
@@ -293,17 +365,29 @@ export function BucketPage() {
   const b = useLoad(() => unwrap(api.GET("/api/buckets/{id}", { params: { path: { id } } })), [id]);
   const objs = useLoad(() => unwrap(api.GET("/api/buckets/{id}/objects", { params: { path: { id }, query: query({ prefix, cursor, delimiter: "/", limit: 100 }) } })), [id, prefix, cursor]);
   const [file, setFile] = useState<File>();
+  const [sent, setSent] = useState(-1);
+  const [note, setNote] = useState("");
+  const cancel = useRef<AbortController | undefined>(undefined);
   const [signed, setSigned] = useState<Schemas["SignedURL"] & { key: string }>();
   const upload = useAction(async () => {
     if (!file) throw new Error("pick a file first");
-    await unwrap(
-      api.PUT("/api/buckets/{id}/objects/{key}", {
-        params: { path: { id, key: prefix + file.name } },
-        body: file as never,
-        bodySerializer: (x: unknown) => x as BodyInit,
-        headers: { "Content-Type": file.type || "application/octet-stream" },
-      }),
-    );
+    const ctl = new AbortController();
+    cancel.current = ctl;
+    setNote("");
+    setSent(0);
+    try {
+      await sendFile(id, prefix + file.name, file, setSent, ctl.signal);
+    } catch (e) {
+      if (e instanceof DOMException && e.name === "AbortError") {
+        setNote(`Upload of ${file.name} cancelled: nothing was stored.`);
+        return;
+      }
+      throw e;
+    } finally {
+      cancel.current = undefined;
+      setSent(-1);
+    }
+    setNote(`Uploaded ${file.name} (${bytes(file.size)}).`);
     setFile(undefined);
     await Promise.all([objs.reload(), b.reload()]);
   });
@@ -431,10 +515,31 @@ export function BucketPage() {
                 <label for="obj-file">File</label>
                 <input id="obj-file" name="file" type="file" onChange={(e) => setFile(e.currentTarget.files?.[0])} />
               </div>
+              {file && file.size > partBytes && <p class="hint">Sent in {Math.ceil(file.size / partBytes)} parts of up to 8 MiB (a multipart upload).</p>}
+              {sent >= 0 && file && (
+                <div class="field">
+                  <label for="obj-progress">Uploaded</label>
+                  <progress id="obj-progress" max={file.size} value={sent}>
+                    {Math.round((sent / Math.max(file.size, 1)) * 100)}%
+                  </progress>
+                </div>
+              )}
+              {note && (
+                <p role="status" class="note">
+                  {note}
+                </p>
+              )}
               <ErrorNote error={upload.error} />
-              <button type="submit" disabled={upload.busy || !file}>
-                {upload.busy ? "Uploading…" : "Upload"}
-              </button>
+              <div class="row">
+                <button type="submit" disabled={upload.busy || !file}>
+                  {upload.busy ? "Uploading…" : "Upload"}
+                </button>
+                {upload.busy && (
+                  <button type="button" class="secondary" onClick={() => cancel.current?.abort()}>
+                    Cancel upload
+                  </button>
+                )}
+              </div>
               <Curl method="PUT" path={`/api/buckets/${id}/objects/${prefix}${file?.name ?? "name.txt"}`} />
             </form>
           )}
