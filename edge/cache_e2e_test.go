@@ -174,8 +174,11 @@ func TestControlPlaneDown(t *testing.T) {
 }
 
 // TestLimits makes huge headers, slow clients and endless bodies harmless.
+// ReadTimeout also bounds every TLS handshake of the test's own requests, so
+// it is 1 s: short enough to see a stalled client cut off well within the
+// 3 s checked, long enough for a handshake on a machine busy with -race.
 func TestLimits(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.ReadTimeout, c.MaxHeaderBytes = 300*time.Millisecond, 8<<10 })
+	h := newHarness(t, func(c *Config) { c.ReadTimeout, c.MaxHeaderBytes = time.Second, 8<<10 })
 	s := h.newSite("limits")
 	s.deploy(map[string]string{"index.html": "ok"})
 	if r := h.get(s.host, "/", "X-Big: "+strings.Repeat("a", 16<<10)); r.status != 431 {
