@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
+	"github.com/svcplatform/platform/rules"
 )
 
 // The pages beyond the first flow, each driven as a person would and each
@@ -167,6 +171,30 @@ func workspacePages(t *testing.T, e *env, b *browser) {
 	b.clickText("main button", "Save rules")
 	b.waitText("[role=alert]", "not-an-address")
 	b.check("shield")
+	// What the rules caught is asked again every 5 s while the page is
+	// open: a count an edge reports shows up without a reload.
+	var counted struct {
+		Project struct {
+			ID string `json:"id"`
+		} `json:"project"`
+	}
+	e.owner("POST", "/api/projects", map[string]any{"name": "counted"}, &counted)
+	tok, err := e.cp.EdgeSync().EnsureLocalToken(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, _ := json.Marshal(snapshot.CountBatch{Batch: "dashboard-1", Counts: []rules.Count{{ID: counted.Project.ID, Rule: rules.RuleDenyList,
+		Verdict: rules.Refuse, Day: e.clk.Now().UTC().Format("2006-01-02"), N: 7}}})
+	req, _ := http.NewRequest("POST", e.base+snapshot.CountsPath, bytes.NewReader(batch))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("report counts as an edge: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	b.waitText("main .stats dd", "7")
+	b.waitText("main table", "counted")
 
 	// The attention list's address for Shield opens its page.
 	b.open("/shield")

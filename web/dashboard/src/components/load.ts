@@ -35,6 +35,26 @@ export function useLoad<T>(fn: () => Promise<T>, deps: unknown[]): Loaded<T> {
   return { data, error, loading, reload: run };
 }
 
+// useEvery calls fn every ms while active and the tab is visible (a hidden
+// tab asks nothing; it catches up as soon as it is shown again).
+export function useEvery(fn: () => unknown, ms: number, active = true) {
+  const latest = useRef(fn);
+  latest.current = fn;
+  useEffect(() => {
+    if (!active) return;
+    const tick = () => {
+      if (document.visibilityState === "visible") latest.current();
+    };
+    const t = setInterval(tick, ms);
+    const shown = () => document.visibilityState === "visible" && latest.current();
+    document.addEventListener("visibilitychange", shown);
+    return () => {
+      clearInterval(t);
+      document.removeEventListener("visibilitychange", shown);
+    };
+  }, [ms, active]);
+}
+
 // useAction wraps a form's submit: busy while it runs, the error if it
 // failed.
 export function useAction<A extends unknown[]>(fn: (...args: A) => Promise<void>) {

@@ -3,7 +3,7 @@ import { api, unwrap, type Schemas } from "../api/client";
 import { navigate, useParams } from "../router";
 import { useCan } from "../session";
 import { Badge, bytes, CopyButton, Curl, ErrorNote, Field, Loading, Page, Select, When } from "../components/ui";
-import { useAction, useLoad } from "../components/load";
+import { useAction, useEvery, useLoad } from "../components/load";
 import { Player } from "../components/player";
 import { ProjectLayout } from "./Project";
 
@@ -25,6 +25,8 @@ function MediaList(props: { project: string }) {
     navigate(`/media/${out.asset.id}`);
   });
   const assets = list.data?.assets ?? [];
+  // Processing states and live channels change without a reload.
+  useEvery(list.reload, 2000, assets.some((a) => a.status === "processing" || a.status === "live"));
   return (
     <>
       <section aria-labelledby="media-h">

@@ -3,7 +3,7 @@ import { api, query, unwrap, type Schemas } from "../api/client";
 import { navigate, useLocation } from "../router";
 import { useCan } from "../session";
 import { Badge, Curl, ErrorNote, Field, Loading, Page, Select } from "../components/ui";
-import { useAction, useLoad } from "../components/load";
+import { useAction, useEvery, useLoad } from "../components/load";
 import { BarChart } from "../components/chart";
 
 // Where each security check is fixed.
@@ -263,6 +263,7 @@ function Caught() {
   const loc = useLocation();
   const days = loc.query.get("days") === "30" ? "30" : "7";
   const bl = useLoad(() => unwrap(api.GET("/api/services/shield/blocks", { params: { query: query({ days }) } })), [days]);
+  useEvery(bl.reload, 5000);
   const b = bl.data;
   return (
     <section class="card" aria-labelledby="caught-h">
@@ -310,7 +311,9 @@ function Caught() {
               </tbody>
             </table>
           )}
-          <p class="muted small">{b.note}</p>
+          <p class="muted small">
+            {b.note} Updated every 5 seconds while this page is open.
+          </p>
         </>
       )}
     </section>
