@@ -373,6 +373,24 @@ func servicePages(t *testing.T, e *env, b *browser, prj string) {
 	b.waitText("main dd", "paused")
 	b.waitText("main", "The agent is paused")
 	b.check("agent")
+	// Events and chat: events on (the secret shown once), chat refused
+	// while events are on (one start mode at a time), events off, chat on
+	// with its origins and daily limit.
+	if !b.has("main dd", "none") { // a suggestion may come with a schedule
+		b.clickText("main form[aria-label=Schedule] button", "Remove schedule")
+		b.waitJS("no schedule", `[...document.querySelectorAll("main dt")].some(dt => dt.textContent === "Schedule" && dt.nextElementSibling.textContent === "none")`)
+	}
+	b.clickText("main button", "Turn events on")
+	b.waitText("main .secret", "svcwhsec_")
+	b.set("textarea[name=allowedOrigins]", "https://shop.example")
+	b.set("input[name=dailyLimit]", "50")
+	b.clickText("main button", "Turn chat on")
+	b.waitText("[role=alert]", "only one of schedule, events and chat is active at a time")
+	b.clickText("main button", "Turn events off")
+	b.waitText("main button", "Turn events on")
+	b.clickText("main button", "Turn chat on")
+	b.waitText("main", "Chat id svcchat_")
+	b.check("agent-chat")
 }
 
 // mediaPage uploads a video on the page with its progress bar, has it

@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import { api, query, unwrap, type Schemas } from "../api/client";
 import { navigate, useParams } from "../router";
 import { useCan } from "../session";
-import { Badge, Curl, duration, ErrorNote, Field, Loading, Page, Select, TextArea, When } from "../components/ui";
+import { Badge, CopyButton, Curl, duration, ErrorNote, Field, Loading, Page, Select, TextArea, When } from "../components/ui";
 import { useAction, useLoad } from "../components/load";
 import { ProjectLayout } from "./Project";
 import { dollars } from "./Usage";
@@ -277,11 +277,89 @@ export function AgentPage() {
                   </>
                 )}
               </section>
+              {can("PATCH", "/api/agents/{id}") && <StartModes id={id} events={d.events} chat={d.chat} onDone={a.reload} />}
             </div>
           </div>
         </>
       )}
     </Page>
+  );
+}
+
+// StartModes: turn signed app events and the visitor chat on, off, or
+// give them a new secret or id; change the chat's allowed origins and
+// daily limit. One start mode is active at a time: the API says which to
+// turn off first.
+function StartModes(props: { id: string; events: Schemas["EventsView"]; chat: Schemas["ChatView"]; onDone: () => Promise<void> }) {
+  const [secret, setSecret] = useState("");
+  const [origins, setOrigins] = useState(props.chat.allowedOrigins.join("\n"));
+  const [limit, setLimit] = useState(String(props.chat.dailyLimit || ""));
+  const chatBody = () => ({ allowedOrigins: origins.split(/\s+/).filter(Boolean), ...(limit.trim() ? { dailyLimit: Number(limit) } : {}) });
+  const change = useAction(async (body: Schemas["agents.PatchRequest"]) => {
+    setSecret("");
+    const out = await unwrap(api.PATCH("/api/agents/{id}", { params: { path: { id: props.id } }, body }));
+    if (out.secret) setSecret(out.secret);
+    await props.onDone();
+  });
+  return (
+    <section class="card" aria-labelledby="ag-modes-h">
+      <h2 id="ag-modes-h">Events and chat</h2>
+      <h3>Signed app events</h3>
+      <p class="hint">Your app sends events to the agent, signed with a secret (Service-Signature), and each one starts a run.</p>
+      <div class="row">
+        {props.events.enabled ? (
+          <>
+            <button type="button" class="secondary" disabled={change.busy} onClick={() => change.run({ events: "rotate" as never })}>
+              New events secret
+            </button>
+            <button type="button" class="secondary" disabled={change.busy} onClick={() => change.run({ events: false as never })}>
+              Turn events off
+            </button>
+          </>
+        ) : (
+          <button type="button" disabled={change.busy} onClick={() => change.run({ events: true as never })}>
+            Turn events on
+          </button>
+        )}
+      </div>
+      {props.events.enabled && props.events.url && <p class="mono small break">POST {props.events.url}</p>}
+      {secret && (
+        <div class="secret" role="status">
+          <p>The events signing secret, shown once: store it in your app now.</p>
+          <p class="mono break">{secret}</p>
+          <CopyButton text={secret} label="Copy secret" />
+        </div>
+      )}
+      <h3>Visitor chat</h3>
+      <form
+        aria-label="Visitor chat"
+        onSubmit={(e) => {
+          e.preventDefault();
+          change.run({ chat: chatBody() as never });
+        }}
+      >
+        <TextArea label="Allowed origins (one a line)" name="allowedOrigins" rows={2} placeholder="https://shop.example" value={origins} onInput={(e) => setOrigins(e.currentTarget.value)} />
+        <Field label="Chats a day at most" name="dailyLimit" type="number" min={1} value={limit} onInput={(e) => setLimit(e.currentTarget.value)} />
+        {props.chat.enabled && props.chat.url && <p class="mono small break">Chat id {props.chat.id}: {props.chat.url}</p>}
+        <div class="row">
+          <button type="submit" disabled={change.busy}>
+            {props.chat.enabled ? "Save chat settings" : "Turn chat on"}
+          </button>
+          {props.chat.enabled && (
+            <>
+              <button type="button" class="secondary" disabled={change.busy} onClick={() => change.run({ chat: "rotate" as never })}>
+                New chat id
+              </button>
+              <button type="button" class="secondary" disabled={change.busy} onClick={() => change.run({ chat: false as never })}>
+                Turn chat off
+              </button>
+            </>
+          )}
+        </div>
+        <ErrorNote error={change.error} />
+        <Curl method="PATCH" path={`/api/agents/${props.id}`} body={{ chat: chatBody() }} />
+      </form>
+    </section>
   );
 }
 
