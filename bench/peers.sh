@@ -4,16 +4,17 @@
 # medians of per-round ratios. See bench/README.md, "Areas against their
 # peers".
 #
-#   bash bench/peers.sh                      # vectors, ai, databases (about 30 minutes on 2 cores at 100,000 vectors)
+#   bash bench/peers.sh                      # vectors, ai, databases, functions (about 30 minutes on 2 cores at 100,000 vectors)
 #   QUICK=1 bash bench/peers.sh              # 20,000 vectors, one round each: a smoke test, not a result
 #   ONLY=ai bash bench/peers.sh
 #
-# Settings (environment): ONLY (areas: vectors, ai, databases; default all), QUICK,
+# Settings (environment): ONLY (areas: vectors, ai, databases, functions; default all), QUICK,
 # VEC_N (vectors; default 100000, QUICK 20000), VEC_QUERIES (1000; QUICK
 # 200), VEC_ROUNDS (3; QUICK 1), VEC_EFS (the ef sweep), AI_REQUESTS
 # (requests a run, one at a time; 300, QUICK 100), AI_ROUNDS (5; QUICK 1),
 # DB_REQUESTS (point reads a run, a fifth as many inserts and scans; 60,
 # QUICK 100: the database API allows 600 queries in 5 minutes), DB_ROUNDS (5;
+# QUICK 1), FN_CALLS (function calls a run, one at a time; 300, QUICK 100), FN_ROUNDS (5;
 # QUICK 1),
 # AI_GAP (the fake upstream's wait after a stream's first chunk; 50ms),
 # PLATFORM_BIN (default bin/platform, built first), SERVER_CPU and
@@ -33,20 +34,22 @@ ROOT=$(cd "$BENCH/.." && pwd)
 
 GO=${GO:-go}
 QUICK=${QUICK:-}
-ONLY=${ONLY:-vectors,ai,databases}
+ONLY=${ONLY:-vectors,ai,databases,functions}
 SERVER_CPU=${SERVER_CPU:-0} CLIENT_CPU=${CLIENT_CPU:-1}
 if [[ -n $QUICK ]]; then
 	VEC_N=${VEC_N:-20000} VEC_QUERIES=${VEC_QUERIES:-200} VEC_ROUNDS=${VEC_ROUNDS:-1}
 	AI_REQUESTS=${AI_REQUESTS:-100} AI_ROUNDS=${AI_ROUNDS:-1}
 	DB_REQUESTS=${DB_REQUESTS:-100} DB_ROUNDS=${DB_ROUNDS:-1}
+	FN_CALLS=${FN_CALLS:-100} FN_ROUNDS=${FN_ROUNDS:-1}
 fi
 DB_REQUESTS=${DB_REQUESTS:-60} DB_ROUNDS=${DB_ROUNDS:-5}
+FN_CALLS=${FN_CALLS:-300} FN_ROUNDS=${FN_ROUNDS:-5}
 VEC_N=${VEC_N:-100000} VEC_QUERIES=${VEC_QUERIES:-1000} VEC_ROUNDS=${VEC_ROUNDS:-3}
 VEC_EFS=${VEC_EFS:-16,24,32,48,64,96,128,192}
 AI_REQUESTS=${AI_REQUESTS:-300} AI_ROUNDS=${AI_ROUNDS:-5} AI_GAP=${AI_GAP:-50ms}
 WORK=${BENCH_PEERS_WORK:-/tmp/platform-bench-peers}
 # Loopback ports of the AI comparison.
-AI_UPSTREAM=17601 AI_API=17602 AI_ADMIN=17603 AI_HTTP=17604 AI_HTTPS=17605 PORTKEY=17606 D1_PORT=17607
+AI_UPSTREAM=17601 AI_API=17602 AI_ADMIN=17603 AI_HTTP=17604 AI_HTTPS=17605 PORTKEY=17606 D1_PORT=17607 FN_PORT=17608
 # A key in the platform's format, chosen so the script knows it.
 PEERS_KEY=svc_benchpeers01_0123456789abcdefghijklmnopqrstuvwxyzABCD
 
@@ -169,12 +172,73 @@ area_databases() {
 	stop_all
 }
 
+# fn_api METHOD PATH [curl args]: the platform's API as the bootstrap owner.
+fn_api() {
+	local method=$1 path=$2
+	shift 2
+	curl -sS --fail-with-body -X "$method" -H "Authorization: Bearer $PEERS_KEY" -H 'Content-Type: application/json' \
+		"http://127.0.0.1:$AI_API$path" "$@"
+}
+
+# first_call URL [curl args]: the seconds one GET takes, its answer checked.
+first_call() {
+	local url=$1
+	shift
+	curl -sS --fail -o /dev/null -w '%{time_total}' "$@" "$url"
+}
+
+area_functions() {
+	local bin p r d s cold_p cold_w
+	bin=$(platform_bin)
+	log "functions: the platform's function through its edge on $AI_HTTPS and workerd (miniflare) on $FN_PORT (CPU $SERVER_CPU)"
+	GOOS=wasip1 GOARCH=wasm "$GO" build -o "$WORK/fn.wasm" "$ROOT/runtime/testdata/fn"
+	start platform "$SERVER_CPU" env GOMAXPROCS=1 "$bin" serve --data "$WORK/platform-fn" --runtime-dir "$WORK/platform-fn.runtime" \
+		--api-addr "127.0.0.1:$AI_API" --admin-addr "127.0.0.1:$AI_ADMIN" --http-addr "127.0.0.1:$AI_HTTP" \
+		--https-addr "127.0.0.1:$AI_HTTPS" --apps-domain localhost --bootstrap-key "$PEERS_KEY" --log-level warn \
+		--rtmp-addr "" --app-sandbox none --plan pro
+	wait_port "$AI_API" platform
+	p=$(fn_api POST /api/projects -d '{"name":"fn"}' | jq -r .project.id)
+	r=$(fn_api POST /api/repos -d '{"name":"fn"}' | jq -r .repo.id)
+	fn_api PATCH "/api/projects/$p" -d "{\"repoUrl\":\"http://127.0.0.1:$AI_API/api/repos/$r\"}" >/dev/null
+	jq -n --rawfile wasm <(base64 -w0 "$WORK/fn.wasm") '{message: "bench", files: [
+		{path: "fn.wasm", content: $wasm, base64: true},
+		{path: "platform.json", content: "{\"kind\":\"function\",\"module\":\"fn.wasm\"}"}]}' >"$WORK/fn-commit.json"
+	fn_api POST "/api/repos/$r/commits" --data-binary "@$WORK/fn-commit.json" >/dev/null
+	d=$(fn_api POST "/api/repos/$r/deploy" -d "{\"projectId\":\"$p\"}" | jq -r .deployment.id)
+	for _ in $(seq 600); do
+		s=$(fn_api GET "/api/deployments/$d" | jq -r .deployment.state)
+		[[ $s == live || $s == failed ]] && break
+		sleep 0.1
+	done
+	[[ $s == live ]] || die "the function deploy ended $s (see $WORK/logs/platform.log)"
+	# The edge has the site once its configuration includes it.
+	for _ in $(seq 100); do
+		curl -sk -o /dev/null --fail --resolve "fn.localhost:$AI_HTTPS:127.0.0.1" "https://fn.localhost:$AI_HTTPS/" 2>/dev/null && break
+		curl -sk -o /dev/null -w '%{http_code}' --resolve "fn.localhost:$AI_HTTPS:127.0.0.1" "https://fn.localhost:$AI_HTTPS/nope" 2>/dev/null | grep -q 404 && break
+		sleep 0.1
+	done
+	cold_p=$(first_call "https://fn.localhost:$AI_HTTPS/hello" -k --resolve "fn.localhost:$AI_HTTPS:127.0.0.1")
+	start fnpeer "$SERVER_CPU" "$NODE" "$BENCH/peers/fn.mjs" "$FN_PORT"
+	wait_port "$FN_PORT" fnpeer
+	cold_w=$(first_call "http://127.0.0.1:$FN_PORT/hello")
+	{
+		echo "Functions peer: workerd $(jq -r .version "$BENCH/peers/node_modules/workerd/package.json") through miniflare $(jq -r .version "$BENCH/peers/node_modules/miniflare/package.json") (npm) on Node.js $("$NODE" --version); the platform's function is runtime/testdata/fn built with $("$GO" version | cut -d' ' -f3) (GOOS=wasip1), $(stat -c %s "$WORK/fn.wasm") bytes."
+		echo
+	} >>"$OUT/settings.md"
+	taskset -c "$CLIENT_CPU" "$WORK/peerbench" functions -out "$OUT" -calls "$FN_CALLS" -rounds "$FN_ROUNDS" \
+		-platform "https://127.0.0.1:$AI_HTTPS" -host fn.localhost -platform-pid "$(pid_of platform)" \
+		-workerd "http://127.0.0.1:$FN_PORT" -workerd-pid "$(pid_of fnpeer)" \
+		-cold-platform "${cold_p}s" -cold-workerd "${cold_w}s" >/dev/null
+	stop_all
+}
+
 for area in ${ONLY//,/ }; do
 	case $area in
 	vectors) area_vectors ;;
 	ai) area_ai ;;
 	databases) area_databases ;;
-	*) die "ONLY: unknown area $area (vectors, ai, databases)" ;;
+	functions) area_functions ;;
+	*) die "ONLY: unknown area $area (vectors, ai, databases, functions)" ;;
 	esac
 done
 

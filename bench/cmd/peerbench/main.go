@@ -7,12 +7,15 @@
 //	peerbench upstream -addr 127.0.0.1:PORT [-chunks 16] [-chunk-delay 0]
 //	peerbench ai       -out DIR -direct URL -platform URL -portkey URL ...
 //	peerbench databases -out DIR -platform URL -platform-key KEY -d1 URL ...
+//	peerbench functions -out DIR -platform URL -host NAME -workerd URL ...
 //
 // vectors runs the platform's index in this process and hnswlib and FAISS
 // in a Python process (bench/peers/vectors.py) it drives over a pipe;
 // upstream is the fake OpenAI-compatible server both AI gateways relay to;
 // ai loads the gateways; databases loads the platform's database API and a
-// miniflare Worker on D1 (bench/peers/d1.mjs). Nothing here reaches beyond loopback.
+// miniflare Worker on D1 (bench/peers/d1.mjs); functions calls a
+// hello-world function through the edge and the same handler in workerd
+// (bench/peers/fn.mjs). Nothing here reaches beyond loopback.
 package main
 
 import (
@@ -34,6 +37,8 @@ func main() {
 		err = runAI(os.Args[2:])
 	case "databases":
 		err = runDB(os.Args[2:])
+	case "functions":
+		err = runFunctions(os.Args[2:])
 	default:
 		usage()
 	}
@@ -44,6 +49,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: peerbench vectors|upstream|ai|databases [flags] (bench/README.md)")
+	fmt.Fprintln(os.Stderr, "usage: peerbench vectors|upstream|ai|databases|functions [flags] (bench/README.md)")
 	os.Exit(2)
 }
