@@ -116,8 +116,8 @@ bench:
 	GO="$(GO)" PLATFORM_BIN=bin/platform bash bench/peers.sh
 	GO="$(GO)" PLATFORM_BIN=bin/platform bash bench/build.sh
 
-## bench-areas: vector search, the AI gateway, databases and functions against hnswlib/FAISS,
-## Portkey, D1 under miniflare and workerd (bench/peers.sh; ONLY=vectors,ai,databases,functions)
+## bench-areas: vector search, the AI gateway, databases, functions and media against
+## hnswlib/FAISS, Portkey, D1 under miniflare, workerd and ffmpeg by hand (bench/peers.sh; ONLY=...)
 bench-areas:
 	GO="$(GO)" bash bench/peers.sh
 

@@ -4,18 +4,18 @@
 # medians of per-round ratios. See bench/README.md, "Areas against their
 # peers".
 #
-#   bash bench/peers.sh                      # vectors, ai, databases, functions (about 30 minutes on 2 cores at 100,000 vectors)
+#   bash bench/peers.sh                      # vectors, ai, databases, functions, media (about 30 minutes on 2 cores at 100,000 vectors)
 #   QUICK=1 bash bench/peers.sh              # 20,000 vectors, one round each: a smoke test, not a result
 #   ONLY=ai bash bench/peers.sh
 #
-# Settings (environment): ONLY (areas: vectors, ai, databases, functions; default all), QUICK,
+# Settings (environment): ONLY (areas: vectors, ai, databases, functions, media; default all), QUICK,
 # VEC_N (vectors; default 100000, QUICK 20000), VEC_QUERIES (1000; QUICK
 # 200), VEC_ROUNDS (3; QUICK 1), VEC_EFS (the ef sweep), AI_REQUESTS
 # (requests a run, one at a time; 300, QUICK 100), AI_ROUNDS (5; QUICK 1),
 # DB_REQUESTS (point reads a run, a fifth as many inserts and scans; 60,
 # QUICK 100: the database API allows 600 queries in 5 minutes), DB_ROUNDS (5;
 # QUICK 1), FN_CALLS (function calls a run, one at a time; 300, QUICK 100), FN_ROUNDS (5;
-# QUICK 1),
+# QUICK 1), MEDIA_SECONDS (the uploaded video's length; 60, QUICK 10),
 # AI_GAP (the fake upstream's wait after a stream's first chunk; 50ms),
 # PLATFORM_BIN (default bin/platform, built first), SERVER_CPU and
 # CLIENT_CPU (0, 1: the gateways run on the first, the fake upstream and the
@@ -34,16 +34,18 @@ ROOT=$(cd "$BENCH/.." && pwd)
 
 GO=${GO:-go}
 QUICK=${QUICK:-}
-ONLY=${ONLY:-vectors,ai,databases,functions}
+ONLY=${ONLY:-vectors,ai,databases,functions,media}
 SERVER_CPU=${SERVER_CPU:-0} CLIENT_CPU=${CLIENT_CPU:-1}
 if [[ -n $QUICK ]]; then
 	VEC_N=${VEC_N:-20000} VEC_QUERIES=${VEC_QUERIES:-200} VEC_ROUNDS=${VEC_ROUNDS:-1}
 	AI_REQUESTS=${AI_REQUESTS:-100} AI_ROUNDS=${AI_ROUNDS:-1}
 	DB_REQUESTS=${DB_REQUESTS:-100} DB_ROUNDS=${DB_ROUNDS:-1}
 	FN_CALLS=${FN_CALLS:-100} FN_ROUNDS=${FN_ROUNDS:-1}
+	MEDIA_SECONDS=${MEDIA_SECONDS:-10}
 fi
 DB_REQUESTS=${DB_REQUESTS:-60} DB_ROUNDS=${DB_ROUNDS:-5}
 FN_CALLS=${FN_CALLS:-300} FN_ROUNDS=${FN_ROUNDS:-5}
+MEDIA_SECONDS=${MEDIA_SECONDS:-60}
 VEC_N=${VEC_N:-100000} VEC_QUERIES=${VEC_QUERIES:-1000} VEC_ROUNDS=${VEC_ROUNDS:-3}
 VEC_EFS=${VEC_EFS:-16,24,32,48,64,96,128,192}
 AI_REQUESTS=${AI_REQUESTS:-300} AI_ROUNDS=${AI_ROUNDS:-5} AI_GAP=${AI_GAP:-50ms}
@@ -232,13 +234,74 @@ area_functions() {
 	stop_all
 }
 
+# area_media: a 1-minute 720p upload through the platform's media API,
+# from the upload's end to a ready ladder (360p and 720p HLS), against
+# ffmpeg run by hand with the same ladder and settings (the command
+# controlplane/media/transcode builds), both with the whole machine.
+area_media() {
+	local bin p a url s t0 t1 t_platform t_hand src=$WORK/media-src.mp4
+	bin=$(platform_bin)
+	log "media: a ${MEDIA_SECONDS}s 720p upload through the platform against ffmpeg by hand"
+	ffmpeg -hide_banner -loglevel error -y -f lavfi -i "testsrc2=size=1280x720:rate=30:duration=$MEDIA_SECONDS" \
+		-f lavfi -i "sine=frequency=440:duration=$MEDIA_SECONDS" -c:v libx264 -preset veryfast -b:v 5M -pix_fmt yuv420p \
+		-c:a aac -shortest "$src"
+	start platform "0-1" "$bin" serve --data "$WORK/platform-media" \
+		--api-addr "127.0.0.1:$AI_API" --admin-addr "127.0.0.1:$AI_ADMIN" --http-addr "127.0.0.1:$AI_HTTP" \
+		--https-addr "127.0.0.1:$AI_HTTPS" --apps-domain localhost --bootstrap-key "$PEERS_KEY" --log-level warn \
+		--rtmp-addr "" --plan pro
+	wait_port "$AI_API" platform
+	p=$(fn_api POST /api/projects -d '{"name":"videos"}' | jq -r .project.id)
+	fn_api POST "/api/projects/$p/media" -d '{"name":"bench","kind":"video"}' >"$WORK/media-asset.json"
+	a=$(jq -r .asset.id "$WORK/media-asset.json")
+	url=$(jq -r .uploadUrl "$WORK/media-asset.json")
+	curl -sS --fail-with-body -o /dev/null -F "file=@$src" "$url"
+	t0=$(date +%s.%N)
+	s=""
+	for _ in $(seq 3000); do
+		s=$(fn_api GET "/api/media/$a" | jq -r .asset.status)
+		[[ $s == ready || $s == failed ]] && break
+		sleep 0.1
+	done
+	t1=$(date +%s.%N)
+	[[ $s == ready ]] || die "the video ended $s (see $WORK/logs/platform.log)"
+	t_platform=$(echo "$t1 - $t0" | bc -l)
+	stop_all
+	mkdir -p "$WORK/media-hand"
+	t0=$(date +%s.%N)
+	ffmpeg -hide_banner -nostdin -nostats -loglevel error -y -i "$src" \
+		-filter_complex "[0:v:0]split=2[s0][s1];[s0]scale=-2:360,format=yuv420p[v0];[s1]scale=-2:720,format=yuv420p[v1]" \
+		-map "[v0]" -map 0:a:0 -map "[v1]" -map 0:a:0 \
+		-b:v:0 700k -maxrate:v:0 1050k -bufsize:v:0 2100k -b:v:1 2800k -maxrate:v:1 4200k -bufsize:v:1 8400k \
+		-c:v libx264 -preset veryfast -profile:v main -threads 2 -force_key_frames "expr:gte(t,n_forced*4)" -sc_threshold 0 \
+		-c:a aac -b:a 128k -ac 2 -ar 48000 \
+		-f hls -hls_time 4 -hls_playlist_type vod -hls_flags independent_segments -hls_segment_type mpegts \
+		-hls_segment_filename "$WORK/media-hand/%v/seg_%04d.ts" -master_pl_name master.m3u8 \
+		-var_stream_map "v:0,a:0 v:1,a:1" "$WORK/media-hand/%v/index.m3u8"
+	t1=$(date +%s.%N)
+	t_hand=$(echo "$t1 - $t0" | bc -l)
+	{
+		echo "### Media: a ${MEDIA_SECONDS}-second 720p upload against ffmpeg by hand"
+		echo
+		echo "A ${MEDIA_SECONDS} s 1280x720 30 fps video with sound (ffmpeg's testsrc2, 5 Mbit/s H.264), uploaded through the platform's media API; timed from the upload's end to \`status: ready\` (probe, the 360p and 720p HLS ladder in one ffmpeg run, the poster). ffmpeg by hand runs the same ladder with the same settings. $(ffmpeg -version | head -1 | cut -d' ' -f1-3), 2 threads each."
+		echo
+		echo "| | seconds | ÷ video length |"
+		echo "|---|---:|---:|"
+		printf '| platform, upload to ready | %.1f | %.2f |\n' "$t_platform" "$(echo "$t_platform / $MEDIA_SECONDS" | bc -l)"
+		printf '| ffmpeg by hand, same ladder | %.1f | %.2f |\n' "$t_hand" "$(echo "$t_hand / $MEDIA_SECONDS" | bc -l)"
+		echo
+		printf 'platform ÷ ffmpeg by hand: %.2f (target: the full ladder within 0.5x the video length; the first rendition playable within 5 s: the platform publishes the ladder when all of it is ready, so its first rendition comes with the last)\n\n' "$(echo "$t_platform / $t_hand" | bc -l)"
+	} >"$OUT/media.md"
+	cat "$OUT/media.md" >&2
+}
+
 for area in ${ONLY//,/ }; do
 	case $area in
 	vectors) area_vectors ;;
 	ai) area_ai ;;
 	databases) area_databases ;;
 	functions) area_functions ;;
-	*) die "ONLY: unknown area $area (vectors, ai, databases, functions)" ;;
+	media) area_media ;;
+	*) die "ONLY: unknown area $area (vectors, ai, databases, functions, media)" ;;
 	esac
 done
 
