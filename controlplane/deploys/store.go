@@ -182,16 +182,11 @@ func queryDeployments(ctx context.Context, q store.Querier, limit int, where str
 	if err != nil {
 		return nil, fmt.Errorf("deploys: list: %w", err)
 	}
-	defer rows.Close()
-	out := []Deployment{}
-	for rows.Next() {
-		d, err := scanDeployment(rows)
-		if err != nil {
-			return nil, fmt.Errorf("deploys: list: %w", err)
-		}
-		out = append(out, d)
+	out, err := store.AppendRows([]Deployment{}, rows, scanDeployment)
+	if err != nil {
+		return nil, fmt.Errorf("deploys: list: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // servingOf returns the project's serving deployment, or nil.

@@ -76,16 +76,7 @@ func claimable(ctx context.Context, tx *sql.Tx, d store.Dialect, kinds []string,
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []Info
-	for rows.Next() {
-		in, err := scanInfo(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, in)
-	}
-	return out, rows.Err()
+	return store.AppendRows[Info](nil, rows, scanInfo)
 }
 
 // lockClause ends the candidate SELECT: on PostgreSQL the rows are locked

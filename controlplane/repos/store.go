@@ -36,16 +36,11 @@ func listRepos(ctx context.Context, q store.Querier, workspace string) ([]Repo, 
 	if err != nil {
 		return nil, fmt.Errorf("repos: list: %w", err)
 	}
-	defer rows.Close()
-	out := []Repo{}
-	for rows.Next() {
-		r, err := scanRepo(rows)
-		if err != nil {
-			return nil, fmt.Errorf("repos: list: %w", err)
-		}
-		out = append(out, r)
+	out, err := store.AppendRows([]Repo{}, rows, scanRepo)
+	if err != nil {
+		return nil, fmt.Errorf("repos: list: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func listCommits(ctx context.Context, q store.Querier, repoID string) ([]Commit, error) {

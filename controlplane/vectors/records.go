@@ -89,16 +89,11 @@ func (rs records) list(ctx context.Context, where string, args ...any) ([]record
 	if err != nil {
 		return nil, fmt.Errorf("vectors: list: %w", err)
 	}
-	defer rows.Close()
-	var out []record
-	for rows.Next() {
-		r, err := scanRecord(rows)
-		if err != nil {
-			return nil, fmt.Errorf("vectors: list: %w", err)
-		}
-		out = append(out, r)
+	out, err := store.AppendRows[record](nil, rows, scanRecord)
+	if err != nil {
+		return nil, fmt.Errorf("vectors: list: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // inProject lists the live collections of a project.
