@@ -257,15 +257,15 @@ func testObjectRefusals(t *testing.T, e pgtest.Engine) {
 		t.Fatalf("after refusals: %d objects, bucket %+v (before %+v)", n, got, before)
 	}
 	// A project in teardown keeps its objects readable and deletable only.
-	f.prj.setStatus("prj_a", projects.StatusTeardownFailed)
+	f.prj.SetStatus("prj_a", projects.StatusTeardownFailed)
 	if r := f.call("dev", "PUT", path+"k", "x"); r.status != 409 || r.code() != "project_teardown_failed" {
 		t.Fatalf("put in teardown: %d %s", r.status, r.body)
 	}
 	f.must(http.StatusOK, "dev", "GET", path+"existing", nil)
 	f.must(http.StatusOK, "dev", "DELETE", path+"existing", nil)
 	// A larger plan takes more.
-	f.prj.setStatus("prj_a", projects.StatusActive)
-	f.plans.m["ws_a"] = plans.Pro
+	f.prj.SetStatus("prj_a", projects.StatusActive)
+	f.plans.Set("ws_a", plans.Pro)
 	f.put(b.ID, "k", bytes.Repeat([]byte("x"), 1000))
 }
 

@@ -16,11 +16,10 @@ import (
 
 	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/api"
-	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/blobs"
 	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/internal/areatest"
 	"github.com/svcplatform/platform/controlplane/jobs"
-	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/seal"
 	"github.com/svcplatform/platform/controlplane/store"
@@ -29,82 +28,21 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// The tests' world and callers are areatest's (ws_a on hobby with prj_a,
+// prj_b and prj_dead; ws_b on pro with prj_c).
+type fakeProjects = areatest.Projects
+
+var (
+	eachEngine = areatest.EachEngine
+	callers    = areatest.Callers
+)
+
 // The assembly's services are what the area depends on.
 var (
 	_ Projects = (*projects.Service)(nil)
 	_ Plans    = (*accounts.Service)(nil)
 	_ Jobs     = (*jobs.Runner)(nil)
 )
-
-// eachEngine runs fn on SQLite and on PostgreSQL.
-func eachEngine(t *testing.T, fn func(t *testing.T, e pgtest.Engine)) {
-	for _, e := range pgtest.Engines() {
-		t.Run(e.Name, func(t *testing.T) { fn(t, e) })
-	}
-}
-
-// fakeProjects is the projects area as the buckets area sees it.
-type fakeProjects struct {
-	mu sync.Mutex
-	m  map[string]projects.Project
-}
-
-func (f *fakeProjects) Get(_ context.Context, workspace, id string) (projects.Project, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p, ok := f.m[id]
-	if !ok || p.WorkspaceID != workspace {
-		return projects.Project{}, api.NotFound("project")
-	}
-	return p, nil
-}
-
-func (f *fakeProjects) Writable(ctx context.Context, workspace, id string) (projects.Project, error) {
-	p, err := f.Get(ctx, workspace, id)
-	if err == nil && p.Status == projects.StatusTeardownFailed {
-		return p, projects.ErrTeardownFailed
-	}
-	return p, err
-}
-
-func (f *fakeProjects) setStatus(id, status string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p := f.m[id]
-	p.Status = status
-	f.m[id] = p
-}
-
-// fakePlans tells each workspace's plan; tests change it.
-type fakePlans struct {
-	mu sync.Mutex
-	m  map[string]plans.Name
-}
-
-func (f *fakePlans) Plan(_ context.Context, ws string) plans.Name {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.m[ws]
-}
-
-// keys authenticates "Bearer <name>" as the principal of that name.
-type keys map[string]*auth.Principal
-
-func (k keys) Authenticate(r *http.Request) (*auth.Principal, error) {
-	return k[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")], nil
-}
-
-// The callers of every test: workspace ws_a (hobby) with projects prj_a,
-// prj_b and prj_dead (teardown_failed); ws_b (pro) with prj_c.
-var callers = keys{
-	"owner":    {WorkspaceID: "ws_a", MemberID: "mem_o", Role: auth.Owner, KeyID: "key_o", KeyPrefix: "svc_o"},
-	"dev":      {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_d", KeyPrefix: "svc_d"},
-	"viewer":   {WorkspaceID: "ws_a", MemberID: "mem_v", Role: auth.Viewer, KeyID: "key_v", KeyPrefix: "svc_v"},
-	"readonly": {WorkspaceID: "ws_a", MemberID: "mem_o", Role: auth.Owner, KeyID: "key_r", KeyPrefix: "svc_r", ReadOnly: true},
-	"prjkey":   {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_p", KeyPrefix: "svc_p", ProjectID: "prj_a"},
-	"otherprj": {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_q", KeyPrefix: "svc_q", ProjectID: "prj_b"},
-	"stranger": {WorkspaceID: "ws_b", MemberID: "mem_s", Role: auth.Owner, KeyID: "key_s", KeyPrefix: "svc_s"},
-}
 
 // fixture is the area on a fresh store, its REST routes and its S3 surface
 // each on a test server.
@@ -115,7 +53,7 @@ type fixture struct {
 	blobs  blobs.Backend
 	sealer *seal.Sealer
 	prj    *fakeProjects
-	plans  *fakePlans
+	plans  *areatest.Plans
 	svc    *Service
 	srv    *httptest.Server // REST routes and /storage
 	s3     *httptest.Server // S3Handler("") at the root
@@ -166,13 +104,8 @@ func newFixtureOn(t *testing.T, db *store.DB, bs blobs.Backend, cfg Config, star
 	if f.sealer, err = seal.New(bytes.Repeat([]byte{7}, 32)); err != nil {
 		t.Fatal(err)
 	}
-	f.prj = &fakeProjects{m: map[string]projects.Project{
-		"prj_a":    {ID: "prj_a", WorkspaceID: "ws_a", Name: "Shop", Status: projects.StatusActive},
-		"prj_b":    {ID: "prj_b", WorkspaceID: "ws_a", Name: "Blog", Status: projects.StatusActive},
-		"prj_dead": {ID: "prj_dead", WorkspaceID: "ws_a", Name: "Gone", Status: projects.StatusTeardownFailed},
-		"prj_c":    {ID: "prj_c", WorkspaceID: "ws_b", Name: "Other", Status: projects.StatusActive},
-	}}
-	f.plans = &fakePlans{m: map[string]plans.Name{"ws_a": plans.Hobby, "ws_b": plans.Pro}}
+	f.prj = areatest.StandardProjects()
+	f.plans = areatest.StandardPlans()
 	var lmu sync.Mutex
 	f.svc, err = New(cfg, Deps{DB: f.db, Blobs: f.blobs, Sealer: f.sealer, Projects: f.prj, Plans: f.plans, Clock: f.clk,
 		Logger: slog.New(slog.NewTextHandler(lockedWriter{&lmu, f.logs}, nil)), Edge: f.edge})

@@ -245,14 +245,14 @@ func testS3Refusals(t *testing.T, e pgtest.Engine) {
 	}
 
 	// A project in teardown: reads and deletes only.
-	f.prj.setStatus("prj_a", projects.StatusTeardownFailed)
+	f.prj.SetStatus("prj_a", projects.StatusTeardownFailed)
 	if r := f.s3Raw(s3Call{method: "PUT", path: "/main/k", body: []byte("x"), id: id, secret: secret}); r.status != 409 || xmlCode(r.body) != "OperationAborted" {
 		t.Fatalf("put in teardown: %d %s", r.status, r.body)
 	}
 	if r := f.s3Raw(s3Call{method: "GET", path: "/main/kept", id: id, secret: secret}); r.status != 200 || string(r.body) != "kept" {
 		t.Fatalf("get in teardown: %d %s", r.status, r.body)
 	}
-	f.prj.setStatus("prj_a", projects.StatusActive)
+	f.prj.SetStatus("prj_a", projects.StatusActive)
 
 	// Nothing refused was stored: only the first object.
 	if n := f.count("storage_objects"); n != 1 {

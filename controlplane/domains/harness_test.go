@@ -9,16 +9,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/api"
-	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/certs"
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/edgesync"
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
+	"github.com/svcplatform/platform/controlplane/internal/areatest"
 	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/seal"
@@ -31,6 +30,15 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// The tests' world and callers are areatest's (ws_a on hobby with prj_a,
+// prj_b and prj_dead; ws_b on pro with prj_c).
+type fakeProjects = areatest.Projects
+
+var (
+	eachEngine = areatest.EachEngine
+	callers    = areatest.Callers
+)
+
 // The assembly's services are what the area depends on.
 var (
 	_ Projects        = (*projects.Service)(nil)
@@ -40,57 +48,6 @@ var (
 	_ usage.Source    = (*Service)(nil)
 	_ api.HandlerFunc = Handlers{}.Add
 )
-
-// eachEngine runs fn on SQLite and on PostgreSQL.
-func eachEngine(t *testing.T, fn func(t *testing.T, e pgtest.Engine)) {
-	for _, e := range pgtest.Engines() {
-		t.Run(e.Name, func(t *testing.T) { fn(t, e) })
-	}
-}
-
-// fakeProjects is the projects area as the domains area sees it.
-type fakeProjects struct {
-	mu sync.Mutex
-	m  map[string]projects.Project
-}
-
-func (f *fakeProjects) Get(_ context.Context, workspace, id string) (projects.Project, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p, ok := f.m[id]
-	if !ok || p.WorkspaceID != workspace {
-		return projects.Project{}, api.NotFound("project")
-	}
-	return p, nil
-}
-
-func (f *fakeProjects) Writable(ctx context.Context, workspace, id string) (projects.Project, error) {
-	p, err := f.Get(ctx, workspace, id)
-	if err == nil && p.Status == projects.StatusTeardownFailed {
-		return p, projects.ErrTeardownFailed
-	}
-	return p, err
-}
-
-// keys authenticates "Bearer <name>" as the principal of that name.
-type keys map[string]*auth.Principal
-
-func (k keys) Authenticate(r *http.Request) (*auth.Principal, error) {
-	return k[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")], nil
-}
-
-// The callers of every test: workspace ws_a with projects prj_a (slug
-// shop), prj_b (blog) and prj_dead (teardown_failed); ws_b with prj_c
-// (other).
-var callers = keys{
-	"owner":    {WorkspaceID: "ws_a", MemberID: "mem_o", Role: auth.Owner, KeyID: "key_o", KeyPrefix: "svc_o"},
-	"dev":      {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_d", KeyPrefix: "svc_d"},
-	"viewer":   {WorkspaceID: "ws_a", MemberID: "mem_v", Role: auth.Viewer, KeyID: "key_v", KeyPrefix: "svc_v"},
-	"readonly": {WorkspaceID: "ws_a", MemberID: "mem_o", Role: auth.Owner, KeyID: "key_r", KeyPrefix: "svc_r", ReadOnly: true},
-	"prjkey":   {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_p", KeyPrefix: "svc_p", ProjectID: "prj_a"},
-	"otherprj": {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_q", KeyPrefix: "svc_q", ProjectID: "prj_b"},
-	"stranger": {WorkspaceID: "ws_b", MemberID: "mem_s", Role: auth.Owner, KeyID: "key_s", KeyPrefix: "svc_s"},
-}
 
 var t0 = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
 
@@ -129,12 +86,7 @@ func newFixtureWith(t *testing.T, e pgtest.Engine, cfg Config, obt CertObtainer)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.runner.Close() })
-	f.prj = &fakeProjects{m: map[string]projects.Project{
-		"prj_a":    {ID: "prj_a", WorkspaceID: "ws_a", Name: "Shop", Slug: "shop", Status: projects.StatusActive},
-		"prj_b":    {ID: "prj_b", WorkspaceID: "ws_a", Name: "Blog", Slug: "blog", Status: projects.StatusActive},
-		"prj_dead": {ID: "prj_dead", WorkspaceID: "ws_a", Name: "Gone", Slug: "gone", Status: projects.StatusTeardownFailed},
-		"prj_c":    {ID: "prj_c", WorkspaceID: "ws_b", Name: "Other", Slug: "other", Status: projects.StatusActive},
-	}}
+	f.prj = areatest.StandardProjects()
 	sealer, err := seal.New(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +105,7 @@ func newFixtureWith(t *testing.T, e pgtest.Engine, cfg Config, obt CertObtainer)
 	}
 	// The site addresses resolve to the edge, as the apps domain's
 	// wildcard record does.
-	for _, p := range f.prj.m {
+	for _, p := range f.prj.All() {
 		f.dns.Addrs(p.Slug+"."+appsDomain, edgeAddr)
 	}
 	mux := http.NewServeMux()
@@ -168,19 +120,15 @@ func newFixtureWith(t *testing.T, e pgtest.Engine, cfg Config, obt CertObtainer)
 func (f *fixture) sources() edgesync.Sources {
 	return edgesync.Sources{
 		Sites: func(context.Context, store.Querier) ([]snapshot.Site, error) {
-			f.prj.mu.Lock()
-			defer f.prj.mu.Unlock()
 			var out []snapshot.Site
-			for _, p := range f.prj.m {
+			for _, p := range f.prj.All() {
 				out = append(out, snapshot.Site{ProjectID: p.ID, Deployment: snapshot.Deployment{ID: "dpl_" + p.ID, Kind: snapshot.KindStatic}})
 			}
 			return out, nil
 		},
 		Projects: func(context.Context, store.Querier) (map[string]edgesync.ProjectRef, error) {
-			f.prj.mu.Lock()
-			defer f.prj.mu.Unlock()
 			out := map[string]edgesync.ProjectRef{}
-			for _, p := range f.prj.m {
+			for _, p := range f.prj.All() {
 				out[p.ID] = edgesync.ProjectRef{Workspace: p.WorkspaceID, Slug: p.Slug}
 			}
 			return out, nil

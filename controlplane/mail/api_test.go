@@ -41,7 +41,7 @@ func TestSendWritesFileWithoutRelay(t *testing.T) { eachEngine(t, testSendWrites
 
 func testSendWritesFile(t *testing.T, e pgtest.Engine) {
 	f := newFixture(t, e, Config{})
-	f.prj.update("prj_a", func(p *projects.Project) {
+	f.prj.Update("prj_a", func(p *projects.Project) {
 		p.MailSenderName, p.MailFrom, p.MailReplyTo = "Shop Team", "team@shop.example", "help@shop.example"
 	})
 	em := f.send(map[string]any{"to": []string{"Ada <ada@example.com>", "bob@EXAMPLE.org"}, "subject": "Your order", "text": "Thanks!", "html": "<p>Thanks!</p>"})
@@ -103,7 +103,7 @@ func TestSenderChoice(t *testing.T) {
 		{"request's replyTo wins", "", "team@shop.example", "help@shop.example", "Desk <desk@shop.example>", `"Shop" <noreply@platform.test>`, `"Desk" <desk@shop.example>`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f.prj.update("prj_a", func(p *projects.Project) { p.MailSenderName, p.MailFrom, p.MailReplyTo = c.sender, c.from, c.replyTo })
+			f.prj.Update("prj_a", func(p *projects.Project) { p.MailSenderName, p.MailFrom, p.MailReplyTo = c.sender, c.from, c.replyTo })
 			req := map[string]any{"to": "ada@example.com", "subject": "s", "text": "t"}
 			if c.requested != "" {
 				req["replyTo"] = c.requested

@@ -15,11 +15,10 @@ import (
 
 	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/api"
-	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/internal/areatest"
 	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/metering"
-	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/seal"
 	"github.com/svcplatform/platform/controlplane/store"
@@ -28,6 +27,15 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// The tests' world and callers are areatest's (ws_a on hobby with prj_a,
+// prj_b and prj_dead; ws_b on pro with prj_c).
+type fakeProjects = areatest.Projects
+
+var (
+	eachEngine = areatest.EachEngine
+	callers    = areatest.Callers
+)
+
 // The assembly's services are what the area depends on.
 var (
 	_ Projects               = (*projects.Service)(nil)
@@ -35,68 +43,6 @@ var (
 	_ Jobs                   = (*jobs.Runner)(nil)
 	_ metering.BatchRecorder = (*metering.Meter)(nil)
 )
-
-// eachEngine runs fn on SQLite and on PostgreSQL.
-func eachEngine(t *testing.T, fn func(t *testing.T, e pgtest.Engine)) {
-	for _, e := range pgtest.Engines() {
-		t.Run(e.Name, func(t *testing.T) { fn(t, e) })
-	}
-}
-
-// fakeProjects is the projects area as the mail area sees it.
-type fakeProjects struct {
-	mu sync.Mutex
-	m  map[string]projects.Project
-}
-
-func (f *fakeProjects) Get(_ context.Context, workspace, id string) (projects.Project, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p, ok := f.m[id]
-	if !ok || p.WorkspaceID != workspace {
-		return projects.Project{}, api.NotFound("project")
-	}
-	return p, nil
-}
-
-func (f *fakeProjects) Writable(ctx context.Context, workspace, id string) (projects.Project, error) {
-	p, err := f.Get(ctx, workspace, id)
-	if err == nil && p.Status == projects.StatusTeardownFailed {
-		return p, projects.ErrTeardownFailed
-	}
-	return p, err
-}
-
-func (f *fakeProjects) update(id string, fn func(p *projects.Project)) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p := f.m[id]
-	fn(&p)
-	f.m[id] = p
-}
-
-type fakePlans map[string]plans.Name
-
-func (f fakePlans) Plan(_ context.Context, ws string) plans.Name { return f[ws] }
-
-// keys authenticates "Bearer <name>" as the principal of that name.
-type keys map[string]*auth.Principal
-
-func (k keys) Authenticate(r *http.Request) (*auth.Principal, error) {
-	return k[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")], nil
-}
-
-// The callers of every test: workspace ws_a (hobby) with projects prj_a,
-// prj_b and prj_dead (teardown_failed); ws_b (pro) with prj_c.
-var callers = keys{
-	"owner":    {WorkspaceID: "ws_a", MemberID: "mem_o", Role: auth.Owner, KeyID: "key_o", KeyPrefix: "svc_o"},
-	"dev":      {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_d", KeyPrefix: "svc_d"},
-	"viewer":   {WorkspaceID: "ws_a", MemberID: "mem_v", Role: auth.Viewer, KeyID: "key_v", KeyPrefix: "svc_v"},
-	"readonly": {WorkspaceID: "ws_a", MemberID: "mem_o", Role: auth.Owner, KeyID: "key_r", KeyPrefix: "svc_r", ReadOnly: true},
-	"prjkey":   {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_p", KeyPrefix: "svc_p", ProjectID: "prj_a"},
-	"otherprj": {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_q", KeyPrefix: "svc_q", ProjectID: "prj_b"},
-	"stranger": {WorkspaceID: "ws_b", MemberID: "mem_s", Role: auth.Owner, KeyID: "key_s", KeyPrefix: "svc_s"},
-}
 
 var t0 = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
 
@@ -130,12 +76,7 @@ func newFixture(t *testing.T, e pgtest.Engine, cfg Config) *fixture {
 	if f.sealer, err = seal.New(bytes.Repeat([]byte{7}, 32)); err != nil {
 		t.Fatal(err)
 	}
-	f.prj = &fakeProjects{m: map[string]projects.Project{
-		"prj_a":    {ID: "prj_a", WorkspaceID: "ws_a", Name: "Shop", Status: projects.StatusActive},
-		"prj_b":    {ID: "prj_b", WorkspaceID: "ws_a", Name: "Blog", Status: projects.StatusActive},
-		"prj_dead": {ID: "prj_dead", WorkspaceID: "ws_a", Name: "Gone", Status: projects.StatusTeardownFailed},
-		"prj_c":    {ID: "prj_c", WorkspaceID: "ws_b", Name: "Other", Status: projects.StatusActive},
-	}}
+	f.prj = areatest.StandardProjects()
 	if cfg.SMTPURL == "" && cfg.Dir == "" {
 		f.dir = t.TempDir()
 		cfg.Dir = f.dir
@@ -148,7 +89,7 @@ func newFixture(t *testing.T, e pgtest.Engine, cfg Config) *fixture {
 	}
 	var lmu sync.Mutex
 	f.svc, err = New(cfg, Deps{DB: f.db, Clock: f.clk, Sealer: f.sealer, Meter: f.meter, Jobs: f.runner, Projects: f.prj,
-		Plans: fakePlans{"ws_a": plans.Hobby, "ws_b": plans.Pro}, Logger: slog.New(slog.NewTextHandler(lockedWriter{&lmu, f.logs}, nil))})
+		Plans: areatest.StandardPlans(), Logger: slog.New(slog.NewTextHandler(lockedWriter{&lmu, f.logs}, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

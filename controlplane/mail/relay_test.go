@@ -57,7 +57,7 @@ func TestRelayDelivery(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			mp := startMailpit(t, c.mp, certs)
 			f := newFixture(t, pgtest.Engines()[0], Config{SMTPURL: relayURL(c.scheme, c.auth, mp, c.query), TLS: c.tls})
-			f.prj.update("prj_a", func(p *projects.Project) { p.MailSenderName, p.MailReplyTo = "Shop", "help@shop.example" })
+			f.prj.Update("prj_a", func(p *projects.Project) { p.MailSenderName, p.MailReplyTo = "Shop", "help@shop.example" })
 			em := f.send(map[string]any{"to": []string{"Ada <ada@example.com>", "bob@example.org"}, "subject": "Order 17", "text": "plain body", "html": "<b>html body</b>"})
 			f.runDue()
 			got := f.email(em.ID)
@@ -225,7 +225,7 @@ func TestDKIMSignedDelivery(t *testing.T) {
 	if v := f.verify(d.ID); v.State != DomainVerified {
 		t.Fatalf("verify = %+v", v)
 	}
-	f.prj.update("prj_a", func(p *projects.Project) { p.MailSenderName, p.MailFrom = "Shop", "hello@shop.example" })
+	f.prj.Update("prj_a", func(p *projects.Project) { p.MailSenderName, p.MailFrom = "Shop", "hello@shop.example" })
 	em := f.send(map[string]any{"to": "ada@example.com", "subject": "Receipt", "text": "Paid.", "replyTo": "desk@shop.example"})
 	if em.From != `"Shop" <hello@shop.example>` {
 		t.Fatalf("from = %s", em.From)
@@ -276,7 +276,7 @@ func TestSendingDomainLostBeforeDelivery(t *testing.T) {
 	d := f.addDomain("shop.example")
 	publish(dns, d)
 	f.verify(d.ID)
-	f.prj.update("prj_a", func(p *projects.Project) { p.MailFrom = "hello@shop.example" })
+	f.prj.Update("prj_a", func(p *projects.Project) { p.MailFrom = "hello@shop.example" })
 	em := f.send(map[string]any{"to": "ada@example.com", "subject": "s", "text": "t"})
 	if em.From != `"Shop" <hello@shop.example>` {
 		t.Fatalf("accepted from %s", em.From)
@@ -305,7 +305,7 @@ func TestDKIMLongDomain(t *testing.T) {
 	if v := f.verify(d.ID); v.State != DomainVerified {
 		t.Fatalf("verify = %+v", v)
 	}
-	f.prj.update("prj_a", func(p *projects.Project) { p.MailFrom = "hello@" + name })
+	f.prj.Update("prj_a", func(p *projects.Project) { p.MailFrom = "hello@" + name })
 	f.send(map[string]any{"to": "ada@example.com", "subject": "Receipt", "text": "Paid.", "html": "<p>Paid.</p>"})
 	f.runDue()
 	files := f.mailFiles()

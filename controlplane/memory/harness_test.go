@@ -15,17 +15,25 @@ import (
 
 	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/api"
-	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/internal/areatest"
 	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/metering"
-	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/store"
 	"github.com/svcplatform/platform/controlplane/store/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// The tests' world and callers are areatest's (ws_a on hobby with prj_a,
+// prj_b and prj_dead; ws_b on pro with prj_c).
+type fakeProjects = areatest.Projects
+
+var (
+	eachEngine = areatest.EachEngine
+	callers    = areatest.Callers
+)
 
 // The assembly's services are what the area depends on.
 var (
@@ -34,36 +42,6 @@ var (
 	_ Jobs                   = (*jobs.Runner)(nil)
 	_ metering.BatchRecorder = (*metering.Meter)(nil)
 )
-
-// eachEngine runs fn on SQLite and on PostgreSQL.
-func eachEngine(t *testing.T, fn func(t *testing.T, e pgtest.Engine)) {
-	for _, e := range pgtest.Engines() {
-		t.Run(e.Name, func(t *testing.T) { fn(t, e) })
-	}
-}
-
-// fakeProjects is the projects area as the memory area sees it.
-type fakeProjects map[string]projects.Project
-
-func (f fakeProjects) Get(_ context.Context, workspace, id string) (projects.Project, error) {
-	p, ok := f[id]
-	if !ok || p.WorkspaceID != workspace {
-		return projects.Project{}, api.NotFound("project")
-	}
-	return p, nil
-}
-
-func (f fakeProjects) Writable(ctx context.Context, workspace, id string) (projects.Project, error) {
-	p, err := f.Get(ctx, workspace, id)
-	if err == nil && p.Status == projects.StatusTeardownFailed {
-		return p, projects.ErrTeardownFailed
-	}
-	return p, err
-}
-
-type fakePlans map[string]plans.Name
-
-func (f fakePlans) Plan(_ context.Context, ws string) plans.Name { return f[ws] }
 
 // fakeJobs records the area's job kinds so a test runs them when it
 // chooses.
@@ -83,25 +61,6 @@ func (j *fakeJobs) Every(kind string, d time.Duration) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.every[kind] = d
-}
-
-// keys authenticates "Bearer <name>" as the principal of that name.
-type keys map[string]*auth.Principal
-
-func (k keys) Authenticate(r *http.Request) (*auth.Principal, error) {
-	return k[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")], nil
-}
-
-// The callers of every test: workspace ws_a (hobby) with projects prj_a,
-// prj_b and prj_dead (teardown_failed); ws_b (pro) with prj_c.
-var callers = keys{
-	"owner":    {WorkspaceID: "ws_a", MemberID: "mem_o", Role: auth.Owner, KeyID: "key_o", KeyPrefix: "svc_o"},
-	"dev":      {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_d", KeyPrefix: "svc_d"},
-	"viewer":   {WorkspaceID: "ws_a", MemberID: "mem_v", Role: auth.Viewer, KeyID: "key_v", KeyPrefix: "svc_v"},
-	"readonly": {WorkspaceID: "ws_a", MemberID: "mem_o", Role: auth.Owner, KeyID: "key_r", KeyPrefix: "svc_r", ReadOnly: true},
-	"prjkey":   {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_p", KeyPrefix: "svc_p", ProjectID: "prj_a"},
-	"otherprj": {WorkspaceID: "ws_a", MemberID: "mem_d", Role: auth.Developer, KeyID: "key_q", KeyPrefix: "svc_q", ProjectID: "prj_b"},
-	"stranger": {WorkspaceID: "ws_b", MemberID: "mem_s", Role: auth.Owner, KeyID: "key_s", KeyPrefix: "svc_s"},
 }
 
 var t0 = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
@@ -126,15 +85,10 @@ func newFixture(t testing.TB, e pgtest.Engine, cfg Config) *fixture {
 	if cfg.FlushEvery == 0 {
 		cfg.FlushEvery = time.Hour // tests flush when they look
 	}
-	prj := fakeProjects{
-		"prj_a":    {ID: "prj_a", WorkspaceID: "ws_a", Name: "Shop", Status: projects.StatusActive},
-		"prj_b":    {ID: "prj_b", WorkspaceID: "ws_a", Name: "Blog", Status: projects.StatusActive},
-		"prj_dead": {ID: "prj_dead", WorkspaceID: "ws_a", Name: "Gone", Status: projects.StatusTeardownFailed},
-		"prj_c":    {ID: "prj_c", WorkspaceID: "ws_b", Name: "Other", Status: projects.StatusActive},
-	}
+	prj := areatest.StandardProjects()
 	var err error
 	f.svc, err = New(cfg, Deps{DB: f.db, Clock: f.clk, Meter: f.meter, Jobs: f.jobs, Projects: prj,
-		Plans: fakePlans{"ws_a": plans.Hobby, "ws_b": plans.Pro}, Logger: slog.New(slog.DiscardHandler)})
+		Plans: areatest.StandardPlans(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
