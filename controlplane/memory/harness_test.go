@@ -28,8 +28,6 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // The tests' world and callers are areatest's (ws_a on hobby with prj_a,
 // prj_b and prj_dead; ws_b on pro with prj_c).
-type fakeProjects = areatest.Projects
-
 var (
 	eachEngine = areatest.EachEngine
 	callers    = areatest.Callers
