@@ -240,10 +240,14 @@ func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// open loads a page and waits for its heading.
+// open loads a page and waits for its heading; the log says how long the
+// page took to show it (a figure, not a limit: the test may run under the
+// race detector).
 func (b *browser) open(path string) {
 	b.t.Helper()
+	began := time.Now()
 	b.do("open "+path, chromedp.Navigate(b.base+path), chromedp.WaitVisible(chromedp.CSS("main h1")))
+	b.t.Logf("%s: usable in %d ms", path, time.Since(began).Milliseconds())
 }
 
 // waitText waits until the element's text contains want.

@@ -22,6 +22,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -182,12 +183,16 @@ func serve(w http.ResponseWriter, r *http.Request, f file, cache string) {
 // q=0 refuses it).
 func acceptsGzip(ae string) bool {
 	for part := range strings.SplitSeq(ae, ",") {
-		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if !strings.EqualFold(strings.TrimSpace(name), "gzip") && strings.TrimSpace(name) != "*" {
+		name, params, _ := strings.Cut(part, ";")
+		if name = strings.TrimSpace(name); !strings.EqualFold(name, "gzip") && name != "*" {
 			continue
 		}
-		q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
-		return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+		_, q, found := strings.Cut(strings.ReplaceAll(params, " ", ""), "q=")
+		if !found {
+			return true
+		}
+		v, err := strconv.ParseFloat(q, 64)
+		return err == nil && v > 0
 	}
 	return false
 }

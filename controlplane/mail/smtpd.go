@@ -211,7 +211,7 @@ func (s *Service) bounceSession(ctx context.Context, c net.Conn) {
 			return
 		default:
 			errs++
-			reply("502 5.5.2 command not implemented")
+			reply("502 5.5.2 command not recognized")
 		}
 	}
 }

@@ -45,17 +45,20 @@ func (p *Preloader) Preload(ctx context.Context, hosts []string) int {
 	if p.done == nil {
 		p.done = map[string]time.Time{}
 	}
-	var todo []string
+	var due []string
 	seen := map[string]bool{}
 	for _, h := range hosts {
-		if len(todo) == maxPreload || seen[h] {
+		if len(due) == maxPreload {
+			break
+		}
+		if seen[h] {
 			continue
 		}
 		seen[h] = true
 		if at, ok := p.done[h]; ok && now().Sub(at) < PreloadEvery {
 			continue
 		}
-		todo = append(todo, h)
+		due = append(due, h)
 	}
 	if len(p.done) > maxMemEntries {
 		clear(p.done)
@@ -67,7 +70,7 @@ func (p *Preloader) Preload(ctx context.Context, hosts []string) int {
 		loaded int
 	)
 	sem := make(chan struct{}, preloadWorkers)
-	for _, h := range todo {
+	for _, h := range due {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
