@@ -55,14 +55,125 @@ var staticTable = func() []staticEntry {
 	return t
 }()
 
-// staticNames maps a name to its first index in the static table.
-var staticNames = func() map[string]uint8 {
-	m := make(map[string]uint8, len(staticTable))
-	for i := len(staticTable) - 1; i >= 0; i-- {
-		m[string(staticTable[i].name)] = uint8(i + 1)
+// staticName returns a name's first index in the static table, 0 for a
+// name it does not hold (a switch: no hashing, no allocation).
+func staticName(name []byte) uint8 {
+	switch string(name) {
+	case ":authority":
+		return 1
+	case ":method":
+		return 2
+	case ":path":
+		return 4
+	case ":scheme":
+		return 6
+	case ":status":
+		return 8
+	case "accept-charset":
+		return 15
+	case "accept-encoding":
+		return 16
+	case "accept-language":
+		return 17
+	case "accept-ranges":
+		return 18
+	case "accept":
+		return 19
+	case "access-control-allow-origin":
+		return 20
+	case "age":
+		return 21
+	case "allow":
+		return 22
+	case "authorization":
+		return 23
+	case "cache-control":
+		return 24
+	case "content-disposition":
+		return 25
+	case "content-encoding":
+		return 26
+	case "content-language":
+		return 27
+	case "content-length":
+		return 28
+	case "content-location":
+		return 29
+	case "content-range":
+		return 30
+	case "content-type":
+		return 31
+	case "cookie":
+		return 32
+	case "date":
+		return 33
+	case "etag":
+		return 34
+	case "expect":
+		return 35
+	case "expires":
+		return 36
+	case "from":
+		return 37
+	case "host":
+		return 38
+	case "if-match":
+		return 39
+	case "if-modified-since":
+		return 40
+	case "if-none-match":
+		return 41
+	case "if-range":
+		return 42
+	case "if-unmodified-since":
+		return 43
+	case "last-modified":
+		return 44
+	case "link":
+		return 45
+	case "location":
+		return 46
+	case "max-forwards":
+		return 47
+	case "proxy-authenticate":
+		return 48
+	case "proxy-authorization":
+		return 49
+	case "range":
+		return 50
+	case "referer":
+		return 51
+	case "refresh":
+		return 52
+	case "retry-after":
+		return 53
+	case "server":
+		return 54
+	case "set-cookie":
+		return 55
+	case "strict-transport-security":
+		return 56
+	case "transfer-encoding":
+		return 57
+	case "user-agent":
+		return 58
+	case "vary":
+		return 59
+	case "via":
+		return 60
+	case "www-authenticate":
+		return 61
 	}
-	return m
-}()
+	return 0
+}
+
+// maxEntries bounds a table's entries: each is at least entryOverhead
+// octets. A power of two, so a ring index is a mask.
+const maxEntries = maxTableSize / entryOverhead
+
+const ringMask = maxEntries - 1
+
+var _ [0]struct{} = [maxEntries & ringMask]struct{}{} // maxEntries is a power of two
 
 // tableEntry locates one dynamic table entry's name and value in
 // dynTable.data.
@@ -72,7 +183,7 @@ func (e tableEntry) size() uint32 { return e.nlen + e.vlen + entryOverhead }
 
 // dynTable is a dynamic table (RFC 7541 §2.3.2) of at most maxTableSize.
 type dynTable struct {
-	ents    []tableEntry // ring, oldest at first
+	ents    [maxEntries]tableEntry // ring, oldest at first
 	first   int
 	n       int
 	data    []byte // entries' names and values, oldest first
@@ -81,7 +192,6 @@ type dynTable struct {
 }
 
 func (t *dynTable) init(maxSize uint32) {
-	t.ents = make([]tableEntry, maxTableSize/entryOverhead)
 	t.data = make([]byte, 0, 256) // grown to 2*maxTableSize as entries come
 	t.maxSize = maxSize
 }
@@ -91,14 +201,14 @@ func (t *dynTable) at(i int) (name, value []byte, ok bool) {
 	if i < 1 || i > t.n {
 		return nil, nil, false
 	}
-	e := t.ents[(t.first+t.n-i)%len(t.ents)]
+	e := t.ents[(t.first+t.n-i)&ringMask]
 	v := t.data[e.off : e.off+e.nlen+e.vlen]
 	return v[:e.nlen], v[e.nlen:], true
 }
 
 func (t *dynTable) evictOldest() {
 	t.size -= t.ents[t.first].size()
-	t.first = (t.first + 1) % len(t.ents)
+	t.first = (t.first + 1) & ringMask
 	t.n--
 	if t.n == 0 {
 		t.first, t.data = 0, t.data[:0]
@@ -137,12 +247,12 @@ func (t *dynTable) add(name, value []byte) {
 		n := copy(buf, t.data[start:])
 		t.data = buf[:n]
 		for i := range t.n {
-			t.ents[(t.first+i)%len(t.ents)].off -= start
+			t.ents[(t.first+i)&ringMask].off -= start
 		}
 	}
 	off := uint32(len(t.data))
 	t.data = append(append(t.data, name...), value...)
-	t.ents[(t.first+t.n)%len(t.ents)] = tableEntry{off: off, nlen: uint32(len(name)), vlen: uint32(len(value))}
+	t.ents[(t.first+t.n)&ringMask] = tableEntry{off: off, nlen: uint32(len(name)), vlen: uint32(len(value))}
 	t.n++
 	t.size += sz
 }

@@ -17,6 +17,11 @@ type encoder struct {
 	// next block: the smallest size since the last block, then the last.
 	pending          bool
 	pendingMin, next uint32
+	// Where the block's n-th field was found whole in the dynamic table
+	// last time: responses repeat their fields in the same order, so
+	// the search starts there (0: no hint).
+	ord  int
+	hint [16]uint8
 }
 
 func (e *encoder) init() { e.t.init(maxTableSize) }
@@ -40,6 +45,7 @@ func (e *encoder) setPeerTableSize(v uint32) {
 // one update per block, which every decoder takes (x/net's refuses a
 // second update in a block while its table holds entries).
 func (e *encoder) begin(dst []byte) []byte {
+	e.ord = 0
 	if !e.pending {
 		return dst
 	}
@@ -83,8 +89,28 @@ func (e *encoder) field(dst, name, value []byte, policy int) []byte {
 	// The dynamic table, newest first: a whole match, else a name.
 	var nameIdx uint64
 	t := &e.t
+	ord := e.ord
+	e.ord++
+	if ord < len(e.hint) && policy != indexNever {
+		if i := int(e.hint[ord]); i != 0 && i <= t.n {
+			ent := t.ents[(t.first+t.n-i)&ringMask]
+			v := t.data[ent.off : ent.off+ent.nlen+ent.vlen]
+			if int(ent.nlen) == len(name) && bytes.Equal(v[:ent.nlen], name) && bytes.Equal(v[ent.nlen:], value) {
+				return appendVarInt(dst, 7, 0x80, uint64(len(staticTable)+i))
+			}
+		}
+	}
+	// A field kept out of the table whose name the static table holds
+	// is written with that name at once: the table seldom holds its
+	// value (only one another block indexed), and the static index is
+	// the shorter.
+	si := staticName(name)
+	if policy != indexYes && si != 0 {
+		dst = appendVarInt(dst, 4, neverBits(policy), uint64(si))
+		return appendRaw(dst, value)
+	}
 	for i := 1; i <= t.n; i++ {
-		ent := t.ents[(t.first+t.n-i)%len(t.ents)]
+		ent := t.ents[(t.first+t.n-i)&ringMask]
 		if int(ent.nlen) != len(name) {
 			continue
 		}
@@ -93,33 +119,52 @@ func (e *encoder) field(dst, name, value []byte, policy int) []byte {
 			continue
 		}
 		if policy != indexNever && bytes.Equal(v[ent.nlen:], value) {
+			if ord < len(e.hint) {
+				e.hint[ord] = uint8(i) // i <= maxEntries
+			}
 			return appendVarInt(dst, 7, 0x80, uint64(len(staticTable)+i))
 		}
 		if nameIdx == 0 {
 			nameIdx = uint64(len(staticTable) + i)
 		}
 	}
-	if si := staticNames[string(name)]; si != 0 {
+	if si != 0 {
 		nameIdx = uint64(si) // the static index is the shorter
 	}
 	sz := uint32(len(name)+len(value)) + entryOverhead
 	if policy == indexYes && sz > t.maxSize/2 {
 		policy = indexNo // it would push out everything else
 	}
-	switch policy {
-	case indexYes:
-		dst = appendVarInt(dst, 6, 0x40, nameIdx)
-	case indexNever:
-		dst = appendVarInt(dst, 4, 0x10, nameIdx)
-	default:
-		dst = appendVarInt(dst, 4, 0x00, nameIdx)
+	if policy != indexYes {
+		dst = appendVarInt(dst, 4, neverBits(policy), nameIdx)
+		if nameIdx == 0 {
+			dst = appendRaw(dst, name)
+		}
+		return appendRaw(dst, value)
 	}
+	dst = appendVarInt(dst, 6, 0x40, nameIdx)
 	if nameIdx == 0 {
 		dst = appendString(dst, name)
 	}
 	dst = appendString(dst, value)
-	if policy == indexYes {
-		t.add(name, value)
-	}
+	t.add(name, value)
 	return dst
+}
+
+// neverBits is the first octet's pattern of a literal kept out of the
+// table: never indexed (0x10) or without indexing (0x00).
+func neverBits(policy int) byte {
+	if policy == indexNever {
+		return 0x10
+	}
+	return 0x00
+}
+
+// appendRaw appends s as a string literal without Huffman coding. Fields
+// kept out of the table are written so: they are encoded on every
+// response, and coding them would cost more CPU than the few octets it
+// saves; what enters the table is Huffman-coded once (appendString).
+func appendRaw(dst, s []byte) []byte {
+	dst = appendVarInt(dst, 7, 0x00, uint64(len(s)))
+	return append(dst, s...)
 }

@@ -207,14 +207,13 @@ func isTrailer(trailers [][]byte, k []byte) bool {
 
 // lower returns name in lowercase, in c.nameBuf (mu held).
 func (c *conn) lower(name []byte) []byte {
-	b := c.nameBuf[:0]
-	for _, ch := range name {
-		if 'A' <= ch && ch <= 'Z' {
-			ch += 'a' - 'A'
-		}
-		b = append(b, ch)
+	if cap(c.nameBuf) < len(name) {
+		c.nameBuf = make([]byte, len(name), 2*len(name))
 	}
-	c.nameBuf = b
+	b := c.nameBuf[:len(name)]
+	for i, ch := range name {
+		b[i] = lowerASCII[ch]
+	}
 	return b
 }
 
@@ -413,3 +412,14 @@ func EarlyHints(ctx *fasthttp.RequestCtx) bool {
 	c.kickWriter()
 	return true
 }
+
+// lowerASCII maps A-Z to a-z and every other byte to itself.
+var lowerASCII = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if 'A' <= i && i <= 'Z' {
+			t[i] += 'a' - 'A'
+		}
+	}
+	return t
+}()
