@@ -3,15 +3,12 @@ package edge
 import (
 	"errors"
 	"fmt"
-	"net"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
-	"github.com/svcplatform/platform/edge/internal/forward"
 	"github.com/svcplatform/platform/rules"
 )
 
@@ -78,49 +75,9 @@ func compileMedia(t *table, m *snapshot.Media) error {
 	return nil
 }
 
-// mediaOriginPool keeps one origin per control-plane base URL for the
-// life of the process (in production there is one), shared by every edge
-// in it: a configuration change keeps the warm connections.
-type mediaOriginPool struct {
-	mu sync.Mutex
-	m  map[string]*origin
-}
-
-var mediaOrigins = &mediaOriginPool{m: map[string]*origin{}}
-
-// get returns the playback origin of base, creating it on first use with
-// the edge's default origin limits.
-func (p *mediaOriginPool) get(base string) (*origin, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if o := p.m[base]; o != nil {
-		return o, nil
-	}
-	u, _, err := forward.ParseBase(base)
-	if err != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
-		return nil, fmt.Errorf("origin %q is not an http(s) base URL", base)
-	}
-	// The control plane is the platform itself: no guard (it is on
-	// loopback or a private network, and in `platform serve` it is the
-	// API listener, which app origins may never be).
-	fc, err := forward.New(base, forward.Options{
-		AllowPrivate: true,
-		DialTimeout:  DefaultOriginDialTimeout,
-		IdleTimeout:  DefaultOriginIdleTimeout,
-		KeepAlive:    DefaultOriginKeepAlive,
-		Timeout:      DefaultOriginTimeout,
-		MaxConns:     DefaultOriginMaxConns,
-		Transport:    mediaTransport{},
-	})
-	if err != nil {
-		return nil, err
-	}
-	o := &origin{key: mediaTargetPrefix + base, base: base, managed: true,
-		host: fc.Host, client: fc.HC, fwd: mediaFwd{next: fc},
-		dialRaw: func(string, time.Duration) (net.Conn, error) { return nil, errMediaUpgrade }}
-	p.m[base] = o
-	return o, nil
-}
+// mediaOrigins are the control plane's playback origins.
+var mediaOrigins = newCPOriginPool(mediaTargetPrefix, mediaTransport{},
+	func(next fwdClient) fwdClient { return mediaFwd{next: next} }, errMediaUpgrade)
 
 // mediaFilter lets a playback request through (GET or HEAD of a playback
 // path, its query dropped) and answers anything else itself into resp: 404

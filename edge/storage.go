@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/svcplatform/platform/controlplane/edgesync/snapshot"
-	"github.com/svcplatform/platform/edge/internal/forward"
 	"github.com/svcplatform/platform/rules"
 )
 
@@ -101,48 +98,9 @@ func compileStorage(t *table, s *snapshot.Storage, m *snapshot.Media) error {
 	return nil
 }
 
-// storageOriginPool keeps one origin per control-plane base URL for the
-// life of the process, shared by every edge in it: a configuration change
-// (a bucket made public) keeps the warm connections.
-type storageOriginPool struct {
-	mu sync.Mutex
-	m  map[string]*origin
-}
-
-var storageOrigins = &storageOriginPool{m: map[string]*origin{}}
-
-// get returns the storage origin of base, creating it on first use with
-// the edge's default origin limits.
-func (p *storageOriginPool) get(base string) (*origin, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if o := p.m[base]; o != nil {
-		return o, nil
-	}
-	u, _, err := forward.ParseBase(base)
-	if err != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
-		return nil, fmt.Errorf("origin %q is not an http(s) base URL", base)
-	}
-	// The control plane is the platform itself: no guard, as for the
-	// playback origin (media.go).
-	fc, err := forward.New(base, forward.Options{
-		AllowPrivate: true,
-		DialTimeout:  DefaultOriginDialTimeout,
-		IdleTimeout:  DefaultOriginIdleTimeout,
-		KeepAlive:    DefaultOriginKeepAlive,
-		Timeout:      DefaultOriginTimeout,
-		MaxConns:     DefaultOriginMaxConns,
-		Transport:    storageTransport{},
-	})
-	if err != nil {
-		return nil, err
-	}
-	o := &origin{key: storageTargetPrefix + base, base: base, managed: true,
-		host: fc.Host, client: fc.HC, fwd: storageFwd{next: fc},
-		dialRaw: func(string, time.Duration) (net.Conn, error) { return nil, errStorageUpgrade }}
-	p.m[base] = o
-	return o, nil
-}
+// storageOrigins are the control plane's storage origins.
+var storageOrigins = newCPOriginPool(storageTargetPrefix, storageTransport{},
+	func(next fwdClient) fwdClient { return storageFwd{next: next} }, errStorageUpgrade)
 
 // storageRefused runs before the shared cache for a request to the storage
 // host (st.storage set; for any other site it reports false at once). It
