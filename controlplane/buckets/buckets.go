@@ -186,13 +186,7 @@ func (c *Config) Validate() error {
 
 // bytesCap is the plan's byte cap (plans.Unlimited: none).
 func (c *Config) bytesCap(p plans.Name) int64 {
-	if n, ok := c.BytesPerPlan[p]; ok {
-		return n
-	}
-	if n, ok := DefaultBytesPerPlan[p]; ok {
-		return n
-	}
-	return DefaultBytesPerPlan[plans.Hobby]
+	return plans.Lookup(c.BytesPerPlan, DefaultBytesPerPlan, p)
 }
 
 // Projects is what the area needs of projects (*projects.Service).
@@ -206,13 +200,6 @@ type Plans interface {
 	Plan(ctx context.Context, workspace string) plans.Name
 }
 
-// Jobs is the part of the job runner the expiry of unfinished uploads runs
-// on (*jobs.Runner).
-type Jobs interface {
-	Register(kind string, h jobs.Handler, o jobs.KindOptions)
-	Every(kind string, interval time.Duration)
-}
-
 // Deps are the services the area is built on.
 type Deps struct {
 	DB *store.DB
@@ -224,7 +211,7 @@ type Deps struct {
 	Plans    Plans
 	// Jobs runs the expiry of unfinished uploads (none when nil: call
 	// Sweep).
-	Jobs Jobs
+	Jobs jobs.Queue
 	// Clock is the time source (clock.System when nil).
 	Clock clock.Clock
 	// Audit records buckets and access keys created and deleted (audit.New

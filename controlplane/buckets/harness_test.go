@@ -19,7 +19,6 @@ import (
 	"github.com/svcplatform/platform/controlplane/blobs"
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/internal/areatest"
-	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/seal"
 	"github.com/svcplatform/platform/controlplane/store"
@@ -41,7 +40,6 @@ var (
 var (
 	_ Projects = (*projects.Service)(nil)
 	_ Plans    = (*accounts.Service)(nil)
-	_ Jobs     = (*jobs.Runner)(nil)
 )
 
 // fixture is the area on a fresh store, its REST routes and its S3 surface

@@ -137,14 +137,6 @@ type Publisher interface {
 	Change(ctx context.Context, fn func(tx *sql.Tx) error) error
 }
 
-// Jobs is the durable job runner the periodic re-check runs on
-// (*jobs.Runner).
-type Jobs interface {
-	Register(kind string, h jobs.Handler, o jobs.KindOptions)
-	Every(kind string, interval time.Duration)
-	Enqueue(ctx context.Context, q store.Querier, kind string, payload any, o jobs.EnqueueOptions) (string, error)
-}
-
 // Certificates tells when the certificate the edges serve for a host
 // expires (*certs.Service); found is false when none was issued.
 type Certificates interface {
@@ -156,7 +148,7 @@ type Deps struct {
 	DB *store.DB
 	// Clock is the time source (clock.System when nil).
 	Clock    clock.Clock
-	Jobs     Jobs
+	Jobs     jobs.Queue
 	Projects Projects
 	// Pub bumps the edge configuration with every change of served hosts.
 	Pub Publisher

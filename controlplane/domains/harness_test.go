@@ -42,7 +42,6 @@ var (
 // The assembly's services are what the area depends on.
 var (
 	_ Projects        = (*projects.Service)(nil)
-	_ Jobs            = (*jobs.Runner)(nil)
 	_ Publisher       = (*edgesync.Service)(nil)
 	_ Certificates    = (*certs.Service)(nil)
 	_ usage.Source    = (*Service)(nil)

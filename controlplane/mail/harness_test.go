@@ -40,7 +40,6 @@ var (
 var (
 	_ Projects               = (*projects.Service)(nil)
 	_ Plans                  = (*accounts.Service)(nil)
-	_ Jobs                   = (*jobs.Runner)(nil)
 	_ metering.BatchRecorder = (*metering.Meter)(nil)
 )
 

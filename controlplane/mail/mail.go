@@ -250,13 +250,7 @@ func platformFrom(s string) (*mail.Address, error) {
 
 // limit is the plan's recipients per Window (0: none).
 func (c *Config) limit(p plans.Name) int {
-	if n, ok := c.PerDay[p]; ok {
-		return n
-	}
-	if n, ok := DefaultPerDay[p]; ok {
-		return n
-	}
-	return DefaultPerDay[plans.Hobby]
+	return plans.Lookup(c.PerDay, DefaultPerDay, p)
 }
 
 // Projects is what the area needs of projects (*projects.Service).
@@ -270,15 +264,6 @@ type Plans interface {
 	Plan(ctx context.Context, workspace string) plans.Name
 }
 
-// Jobs is the durable job runner the queue and the domain re-check run on
-// (*jobs.Runner).
-type Jobs interface {
-	Register(kind string, h jobs.Handler, o jobs.KindOptions)
-	Enqueue(ctx context.Context, q store.Querier, kind string, payload any, o jobs.EnqueueOptions) (string, error)
-	Every(kind string, interval time.Duration)
-	Wake()
-}
-
 // Deps are the services the area is built on.
 type Deps struct {
 	DB *store.DB
@@ -288,7 +273,7 @@ type Deps struct {
 	Sealer *seal.Sealer
 	// Meter records the emails metric.
 	Meter    metering.BatchRecorder
-	Jobs     Jobs
+	Jobs     jobs.Queue
 	Projects Projects
 	Plans    Plans
 	// Audit records sending domains added and removed (audit.New over DB

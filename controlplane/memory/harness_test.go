@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -37,7 +38,6 @@ var (
 var (
 	_ Projects               = (*projects.Service)(nil)
 	_ Plans                  = (*accounts.Service)(nil)
-	_ Jobs                   = (*jobs.Runner)(nil)
 	_ metering.BatchRecorder = (*metering.Meter)(nil)
 )
 
@@ -60,6 +60,13 @@ func (j *fakeJobs) Every(kind string, d time.Duration) {
 	defer j.mu.Unlock()
 	j.every[kind] = d
 }
+
+// Enqueue is not used by the area: its jobs are periodic.
+func (j *fakeJobs) Enqueue(context.Context, store.Querier, string, any, jobs.EnqueueOptions) (string, error) {
+	return "", errors.New("fakeJobs: memory enqueues no job")
+}
+
+func (j *fakeJobs) Wake() {}
 
 var t0 = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
 

@@ -136,13 +136,7 @@ func (c *Config) Validate() error {
 
 // limits returns the caps of plan p.
 func (c *Config) limits(p plans.Name) Limits {
-	if l, ok := c.Limits[p]; ok {
-		return l
-	}
-	if l, ok := DefaultLimits[p]; ok {
-		return l
-	}
-	return DefaultLimits[plans.Hobby]
+	return plans.Lookup(c.Limits, DefaultLimits, p)
 }
 
 // Projects is what the area needs of projects (*projects.Service).
@@ -158,12 +152,6 @@ type Plans interface {
 	Plan(ctx context.Context, workspace string) plans.Name
 }
 
-// Jobs is the durable job runner the sweep runs on (*jobs.Runner).
-type Jobs interface {
-	Register(kind string, h jobs.Handler, o jobs.KindOptions)
-	Every(kind string, interval time.Duration)
-}
-
 // Deps are the services the area is built on.
 type Deps struct {
 	DB *store.DB
@@ -171,7 +159,7 @@ type Deps struct {
 	Clock clock.Clock
 	// Meter records memory_operations, in batches.
 	Meter    metering.BatchRecorder
-	Jobs     Jobs
+	Jobs     jobs.Queue
 	Projects Projects
 	Plans    Plans
 	// Audit records stores created and deleted (audit.New over DB when

@@ -33,3 +33,17 @@ func LimitError(plan Name, limit func(Name) int, current, want int, format strin
 	}
 	return e
 }
+
+// Lookup returns plan p's value of an area's own per-plan setting: the
+// operator's (set) when it names p, else the area's default for p, else
+// the default for Hobby (a plan the area's table does not know gets the
+// smallest).
+func Lookup[T any](set, defaults map[Name]T, p Name) T {
+	if v, ok := set[p]; ok {
+		return v
+	}
+	if v, ok := defaults[p]; ok {
+		return v
+	}
+	return defaults[Hobby]
+}

@@ -137,13 +137,7 @@ func (c Config) Validate() error {
 
 // limits returns plan p's caps.
 func (c Config) limits(p plans.Name) Limits {
-	if l, ok := c.Limits[p]; ok {
-		return l
-	}
-	if l, ok := DefaultLimits[p]; ok {
-		return l
-	}
-	return DefaultLimits[plans.Hobby]
+	return plans.Lookup(c.Limits, DefaultLimits, p)
 }
 
 // Projects is what the area needs of the projects area (*projects.Service).
