@@ -1,10 +1,7 @@
 package agents
 
 import (
-	"encoding/json"
 	"net/http"
-	"net/url"
-	"strconv"
 
 	"github.com/svcplatform/platform/controlplane/auth"
 )
@@ -14,11 +11,11 @@ import (
 const maxEmailRecipients = 10
 
 type sendEmailArgs struct {
-	To      []string `json:"to"`
-	Subject string   `json:"subject"`
-	Text    string   `json:"text,omitempty"`
-	HTML    string   `json:"html,omitempty"`
-	ReplyTo string   `json:"replyTo,omitempty"`
+	To      []string `json:"to" jsonschema:"recipient addresses"`
+	Subject string   `json:"subject" jsonschema:"one line, at most 900 bytes"`
+	Text    string   `json:"text,omitempty" jsonschema:"the plain-text body"`
+	HTML    string   `json:"html,omitempty" jsonschema:"the HTML body"`
+	ReplyTo string   `json:"replyTo,omitempty" jsonschema:"where replies go instead of the project's reply-to address"`
 }
 
 type listEmailsArgs struct {
@@ -33,20 +30,9 @@ type listEmailsArgs struct {
 // metric are the mail area's, as for any caller.
 func emailTools() []*Tool {
 	return []*Tool{
-		{Name: "send_email", op: auth.OpMailSend,
-			Description: "Send an e-mail as the agent's project, from the project's sender: to (1-10 addresses), subject (one line), text or html (or both). Counts against the plan's daily sending limit and as e-mails in usage; answers the queued message with its id and state.",
-			Parameters: schema(`{"type":"object","properties":{` +
-				`"to":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":10,"description":"recipient addresses"},` +
-				`"subject":{"type":"string","description":"one line, at most 900 bytes"},` +
-				`"text":{"type":"string","description":"the plain-text body"},` +
-				`"html":{"type":"string","description":"the HTML body"},` +
-				`"replyTo":{"type":"string","description":"where replies go instead of the project's reply-to address"}},` +
-				`"required":["to","subject"],"additionalProperties":false}`),
-			build: func(p string, raw json.RawMessage) (toolRequest, error) {
-				var a sendEmailArgs
-				if err := decodeArgs(raw, &a); err != nil {
-					return toolRequest{}, err
-				}
+		withArgs(&Tool{Name: "send_email", op: auth.OpMailSend,
+			Description: "Send an e-mail as the agent's project, from the project's sender: to (1-10 addresses), subject (one line), text or html (or both). Counts against the plan's daily sending limit and as e-mails in usage; answers the queued message with its id and state."},
+			func(p string, a sendEmailArgs) (toolRequest, error) {
 				if len(a.To) == 0 || len(a.To) > maxEmailRecipients {
 					return toolRequest{}, badArgs("to must hold 1 to %d addresses", maxEmailRecipients)
 				}
@@ -54,26 +40,14 @@ func emailTools() []*Tool {
 					return toolRequest{}, badArgs("text or html is required")
 				}
 				return toolRequest{Method: http.MethodPost, Path: "/api/projects/" + p + "/emails", Body: a}, nil
-			}},
-		{Name: "emails_list", op: auth.OpMailRead,
-			Description: "List the project's e-mails, newest first, each with its state (queued, sent or failed) and why it failed (state to narrow them, limit 1-100, cursor from the previous page).",
-			Parameters:  schema(`{"type":"object","properties":{"state":{"type":"string","enum":["queued","sent","failed"]},"limit":{"type":"integer","minimum":1,"maximum":100},"cursor":{"type":"string"}},"additionalProperties":false}`),
-			build: func(p string, raw json.RawMessage) (toolRequest, error) {
-				var a listEmailsArgs
-				if err := decodeArgs(raw, &a); err != nil {
-					return toolRequest{}, err
-				}
-				q := url.Values{}
-				if a.State != "" {
-					q.Set("state", a.State)
-				}
-				if a.Limit != 0 {
-					q.Set("limit", strconv.Itoa(a.Limit))
-				}
-				if a.Cursor != "" {
-					q.Set("cursor", a.Cursor)
-				}
-				return toolRequest{Method: http.MethodGet, Path: "/api/projects/" + p + "/emails", Query: q}, nil
-			}},
+			},
+			count("to", 1, maxEmailRecipients)),
+		withArgs(&Tool{Name: "emails_list", op: auth.OpMailRead,
+			Description: "List the project's e-mails, newest first, each with its state (queued, sent or failed) and why it failed (state to narrow them, limit 1-100, cursor from the previous page)."},
+			func(p string, a listEmailsArgs) (toolRequest, error) {
+				return toolRequest{Method: http.MethodGet, Path: "/api/projects/" + p + "/emails",
+					Query: query("state", a.State, "limit", itoa(a.Limit), "cursor", a.Cursor)}, nil
+			},
+			oneOf("state", "queued", "sent", "failed"), between("limit", 1, 100)),
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/databases"
@@ -69,13 +71,13 @@ func decodeArgs(raw json.RawMessage, dst any) error {
 	return nil
 }
 
-// pathID checks an id argument that goes into a path.
+// pathID checks an id argument that goes into a path (api.PathID).
 func pathID(field, v string) (string, error) {
-	v = strings.TrimSpace(v)
-	if v == "" || len(v) > 100 || strings.ContainsAny(v, "/?#%\\ ") {
+	id, ok := api.PathID(v)
+	if !ok {
 		return "", badArgs("%s is required: an id such as those the other tools return", field)
 	}
-	return url.PathEscape(v), nil
+	return id, nil
 }
 
 // The tools that manage keys, switch workspace, run agents or need an admin
@@ -93,9 +95,9 @@ var neverGiven = map[string]string{
 type noArgs struct{}
 
 type dbArgs struct {
-	DatabaseID string            `json:"databaseId"`
-	SQL        string            `json:"sql"`
-	Params     []json.RawMessage `json:"params,omitempty"`
+	DatabaseID string            `json:"databaseId" jsonschema:"the database's id (db_...)"`
+	SQL        string            `json:"sql" jsonschema:"one or more statements"`
+	Params     []json.RawMessage `json:"params,omitempty" jsonschema:"values for the ? placeholders"`
 }
 
 type dbBody struct {
@@ -104,11 +106,11 @@ type dbBody struct {
 }
 
 type vectorQueryArgs struct {
-	CollectionID   string          `json:"collectionId"`
-	Text           string          `json:"text,omitempty"`
+	CollectionID   string          `json:"collectionId" jsonschema:"the collection's id"`
+	Text           string          `json:"text,omitempty" jsonschema:"text to search for"`
 	Vector         json.RawMessage `json:"vector,omitempty"`
 	TopK           int             `json:"topK,omitempty"`
-	Filter         json.RawMessage `json:"filter,omitempty"`
+	Filter         json.RawMessage `json:"filter,omitempty" jsonschema:"metadata filter"`
 	Namespace      string          `json:"namespace,omitempty"`
 	ReturnMetadata string          `json:"returnMetadata,omitempty"`
 }
@@ -123,12 +125,21 @@ type vectorQueryBody struct {
 }
 
 type vectorUpsertArgs struct {
-	CollectionID string            `json:"collectionId"`
-	Vectors      []json.RawMessage `json:"vectors"`
+	CollectionID string         `json:"collectionId"`
+	Vectors      []vectorRecord `json:"vectors"`
+}
+
+// vectorRecord is one vector of vector_upsert, passed to the API as is.
+type vectorRecord struct {
+	ID        string          `json:"id"`
+	Text      string          `json:"text,omitempty"`
+	Values    []float64       `json:"values,omitempty"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	Namespace string          `json:"namespace,omitempty"`
 }
 
 type paymentsListArgs struct {
-	AccountID string `json:"accountId"`
+	AccountID string `json:"accountId" jsonschema:"the payment account's id, from payments_overview"`
 	Limit     int    `json:"limit,omitempty"`
 	Cursor    string `json:"cursor,omitempty"`
 	Status    string `json:"status,omitempty"`
@@ -141,7 +152,7 @@ type paymentLookupArgs struct {
 }
 
 type memoryKeysArgs struct {
-	StoreID string   `json:"storeId"`
+	StoreID string   `json:"storeId" jsonschema:"the store's id (mem_...), from memory_stores"`
 	Keys    []string `json:"keys"`
 }
 
@@ -154,7 +165,7 @@ type memoryListArgs struct {
 
 type memoryRememberArgs struct {
 	StoreID    string          `json:"storeId"`
-	Key        string          `json:"key"`
+	Key        string          `json:"key" jsonschema:"at most 512 bytes"`
 	Value      string          `json:"value"`
 	TTLSeconds int64           `json:"ttlSeconds,omitempty"`
 	Metadata   json.RawMessage `json:"metadata,omitempty"`
@@ -171,11 +182,7 @@ func memoryTarget(storeID string) (string, error) {
 
 // memoryKeys checks the arguments of a recall or forget (1 to
 // maxMemoryKeys keys; the API checks each key itself).
-func memoryKeys(raw json.RawMessage) (string, memory.KeysRequest, error) {
-	var a memoryKeysArgs
-	if err := decodeArgs(raw, &a); err != nil {
-		return "", memory.KeysRequest{}, err
-	}
+func memoryKeys(a memoryKeysArgs) (string, memory.KeysRequest, error) {
 	base, err := memoryTarget(a.StoreID)
 	if err != nil {
 		return "", memory.KeysRequest{}, err
@@ -196,9 +203,120 @@ type repoArgs struct {
 	Commit int    `json:"commit,omitempty"`
 }
 
-func schema(s string) json.RawMessage { return json.RawMessage(s) }
+// argSchemas lets a json.RawMessage argument hold any JSON unless an edit
+// narrows it (a schema with only a description, as an empty one would be
+// written `true`, which not every model's API takes).
+var argSchemas = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[json.RawMessage](): {Description: anyJSON},
+}}
 
-const emptySchema = `{"type":"object","properties":{},"additionalProperties":false}`
+const anyJSON = "any JSON value"
+
+// withArgs completes t with its parameters' schema, inferred from In as
+// the connector infers its tools' (mcp.NewTool) and adjusted by edit, and
+// with build, which gets the arguments decoded strictly into In.
+func withArgs[In any](t *Tool, build func(project string, a In) (toolRequest, error), edit ...func(*jsonschema.Schema)) *Tool {
+	s, err := jsonschema.For[In](argSchemas)
+	if err != nil {
+		panic(fmt.Sprintf("agents: tool %s: parameters: %v", t.Name, err))
+	}
+	if s.Properties == nil {
+		s.Properties = map[string]*jsonschema.Schema{}
+	}
+	notNull(s)
+	for _, e := range edit {
+		e(s)
+	}
+	if t.Parameters, err = json.Marshal(s); err != nil {
+		panic(fmt.Sprintf("agents: tool %s: parameters: %v", t.Name, err))
+	}
+	t.build = func(p string, raw json.RawMessage) (toolRequest, error) {
+		var a In
+		if err := decodeArgs(raw, &a); err != nil {
+			return toolRequest{}, err
+		}
+		return build(p, a)
+	}
+	return t
+}
+
+// notNull makes the slices For infers as ["null", "array"] plain arrays, as
+// a model should send them, in s and below.
+func notNull(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) == 2 && s.Types[0] == "null" {
+		s.Type, s.Types = s.Types[1], nil
+	}
+	notNull(s.Items)
+	for _, p := range s.Properties {
+		notNull(p)
+	}
+}
+
+// between bounds an integer property.
+func between(name string, lo, hi float64) func(*jsonschema.Schema) {
+	return func(s *jsonschema.Schema) {
+		p := s.Properties[name]
+		p.Minimum = &lo
+		if hi > 0 {
+			p.Maximum = &hi
+		}
+	}
+}
+
+// count bounds the items of an array property.
+func count(name string, lo, hi int) func(*jsonschema.Schema) {
+	return func(s *jsonschema.Schema) { p := s.Properties[name]; p.MinItems, p.MaxItems = &lo, &hi }
+}
+
+// oneOf lists a string property's values.
+func oneOf(name string, values ...any) func(*jsonschema.Schema) {
+	return func(s *jsonschema.Schema) { s.Properties[name].Enum = values }
+}
+
+// typed gives a json.RawMessage property (or a slice of them) its type and
+// its items' type ("" for any).
+func typed(name, typ, items string) func(*jsonschema.Schema) {
+	return func(s *jsonschema.Schema) {
+		p := s.Properties[name]
+		p.Type, p.Items = typ, nil
+		if p.Description == anyJSON {
+			p.Description = ""
+		}
+		if items != "" {
+			p.Items = &jsonschema.Schema{Type: items}
+		}
+	}
+}
+
+// query holds the pairs of kv (name, value, ...) whose value is not empty.
+func query(kv ...string) url.Values {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	return q
+}
+
+// itoa is n in decimal, or "" for 0 (an argument left out).
+func itoa(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+// get is a tool that reads path below the agent's project and takes no
+// arguments.
+func get(t *Tool, path string) *Tool {
+	return withArgs(t, func(p string, _ noArgs) (toolRequest, error) {
+		return toolRequest{Method: http.MethodGet, Path: "/api/projects/" + p + path}, nil
+	})
+}
 
 // catalogue is every tool, in the order the catalogue lists them.
 var catalogue = buildCatalogue()
@@ -206,224 +324,111 @@ var catalogue = buildCatalogue()
 func buildCatalogue() []*Tool {
 	const G, P = http.MethodGet, http.MethodPost
 	tools := []*Tool{
-		{Name: "project_info", op: auth.OpProjectRead,
-			Description: "Read the agent's project: name, slug, addresses, what it serves now (serving.state), what Deploy would do, and counts of its services.",
-			Parameters:  schema(emptySchema),
-			build: func(p string, raw json.RawMessage) (toolRequest, error) {
-				return toolRequest{Method: G, Path: "/api/projects/" + p}, decodeArgs(raw, &noArgs{})
-			}},
-		{Name: "deploy_status", op: auth.OpProjectRead,
-			Description: "List the project's recent deployments, newest first, with their state (deploying, live, failed) and log summary.",
-			Parameters:  schema(emptySchema),
-			build: func(p string, raw json.RawMessage) (toolRequest, error) {
-				return toolRequest{Method: G, Path: "/api/projects/" + p + "/deployments"}, decodeArgs(raw, &noArgs{})
-			}},
-		{Name: "env_names", op: auth.OpEnvRead,
+		get(&Tool{Name: "project_info", op: auth.OpProjectRead,
+			Description: "Read the agent's project: name, slug, addresses, what it serves now (serving.state), what Deploy would do, and counts of its services."}, ""),
+		get(&Tool{Name: "deploy_status", op: auth.OpProjectRead,
+			Description: "List the project's recent deployments, newest first, with their state (deploying, live, failed) and log summary."}, "/deployments"),
+		get(&Tool{Name: "env_names", op: auth.OpEnvRead,
 			Description: "List the names of the project's environment variables (never their values).",
-			Parameters:  schema(emptySchema),
-			build: func(p string, raw json.RawMessage) (toolRequest, error) {
-				return toolRequest{Method: G, Path: "/api/projects/" + p + "/env"}, decodeArgs(raw, &noArgs{})
-			},
-			shape: envNamesOnly},
-		{Name: "database_query", op: auth.OpDatabaseQuery,
-			Description: "Run read-only SQL (SELECT, EXPLAIN) on one of the project's SQLite databases. Bind every value with ? and params.",
-			Parameters:  schema(`{"type":"object","properties":{"databaseId":{"type":"string","description":"the database's id (db_...)"},"sql":{"type":"string","description":"one or more read-only statements"},"params":{"type":"array","description":"values for the ? placeholders"}},"required":["databaseId","sql"],"additionalProperties":false}`),
-			build: func(_ string, raw json.RawMessage) (toolRequest, error) {
-				return databaseRequest(raw, true)
-			}},
-		{Name: "database_execute", op: auth.OpDatabaseQuery,
-			Description: "Run SQL that may change data (INSERT, UPDATE, DELETE, CREATE ...) on one of the project's SQLite databases, as one transaction. Bind every value with ? and params.",
-			Parameters:  schema(`{"type":"object","properties":{"databaseId":{"type":"string","description":"the database's id (db_...)"},"sql":{"type":"string","description":"one or more statements"},"params":{"type":"array","description":"values for the ? placeholders"}},"required":["databaseId","sql"],"additionalProperties":false}`),
-			build: func(_ string, raw json.RawMessage) (toolRequest, error) {
-				return databaseRequest(raw, false)
-			}},
-		{Name: "vector_query", op: auth.OpVectorRead, chat: true,
-			Description: "Search one of the project's vector collections by text (embedded by the service) or by vector; answers the nearest matches with their scores and metadata.",
-			Parameters:  schema(`{"type":"object","properties":{"collectionId":{"type":"string","description":"the collection's id"},"text":{"type":"string","description":"text to search for"},"vector":{"type":"array","items":{"type":"number"}},"topK":{"type":"integer","minimum":1,"maximum":100},"filter":{"type":"object","description":"metadata filter"},"namespace":{"type":"string"},"returnMetadata":{"type":"string","enum":["none","indexed","all"]}},"required":["collectionId"],"additionalProperties":false}`),
-			build: func(_ string, raw json.RawMessage) (toolRequest, error) {
-				var a vectorQueryArgs
-				if err := decodeArgs(raw, &a); err != nil {
-					return toolRequest{}, err
-				}
+			shape:       envNamesOnly}, "/env"),
+		withArgs(&Tool{Name: "database_query", op: auth.OpDatabaseQuery,
+			Description: "Run read-only SQL (SELECT, EXPLAIN) on one of the project's SQLite databases. Bind every value with ? and params."},
+			func(_ string, a dbArgs) (toolRequest, error) { return databaseRequest(a, true) },
+			typed("params", "array", "")),
+		withArgs(&Tool{Name: "database_execute", op: auth.OpDatabaseQuery,
+			Description: "Run SQL that may change data (INSERT, UPDATE, DELETE, CREATE ...) on one of the project's SQLite databases, as one transaction. Bind every value with ? and params."},
+			func(_ string, a dbArgs) (toolRequest, error) { return databaseRequest(a, false) },
+			typed("params", "array", "")),
+		withArgs(&Tool{Name: "vector_query", op: auth.OpVectorRead, chat: true,
+			Description: "Search one of the project's vector collections by text (embedded by the service) or by vector; answers the nearest matches with their scores and metadata."},
+			func(_ string, a vectorQueryArgs) (toolRequest, error) {
 				id, err := pathID("collectionId", a.CollectionID)
-				if err != nil {
-					return toolRequest{}, err
-				}
 				return toolRequest{Method: P, Path: "/api/vectors/" + id + "/query", Body: vectorQueryBody{Text: a.Text, Vector: a.Vector,
-					TopK: a.TopK, Filter: a.Filter, Namespace: a.Namespace, ReturnMetadata: a.ReturnMetadata}}, nil
-			}},
-		{Name: "vector_upsert", op: auth.OpVectorWrite,
-			Description: "Write vectors (by id) into one of the project's collections: each {id, text or values, metadata?, namespace?}; at most 100 with text, 1,000 with values.",
-			Parameters:  schema(`{"type":"object","properties":{"collectionId":{"type":"string"},"vectors":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"text":{"type":"string"},"values":{"type":"array","items":{"type":"number"}},"metadata":{"type":"object"},"namespace":{"type":"string"}},"required":["id"]}}},"required":["collectionId","vectors"],"additionalProperties":false}`),
-			build: func(_ string, raw json.RawMessage) (toolRequest, error) {
-				var a vectorUpsertArgs
-				if err := decodeArgs(raw, &a); err != nil {
-					return toolRequest{}, err
-				}
+					TopK: a.TopK, Filter: a.Filter, Namespace: a.Namespace, ReturnMetadata: a.ReturnMetadata}}, err
+			},
+			typed("vector", "array", "number"), typed("filter", "object", ""), between("topK", 1, 100),
+			oneOf("returnMetadata", "none", "indexed", "all")),
+		withArgs(&Tool{Name: "vector_upsert", op: auth.OpVectorWrite,
+			Description: "Write vectors (by id) into one of the project's collections: each {id, text or values, metadata?, namespace?}; at most 100 with text, 1,000 with values."},
+			func(_ string, a vectorUpsertArgs) (toolRequest, error) {
 				id, err := pathID("collectionId", a.CollectionID)
-				if err != nil {
-					return toolRequest{}, err
-				}
-				return toolRequest{Method: P, Path: "/api/vectors/" + id + "/upsert", Body: map[string]any{"vectors": a.Vectors}}, nil
-			}},
-		{Name: "memory_stores", op: memory.OpRead,
-			Description: "List the project's memory stores (key-value): id, name, how many keys and bytes each holds, and its limits.",
-			Parameters:  schema(emptySchema),
-			build: func(p string, raw json.RawMessage) (toolRequest, error) {
-				return toolRequest{Method: G, Path: "/api/projects/" + p + "/memory"}, decodeArgs(raw, &noArgs{})
-			}},
-		{Name: "memory_recall", op: memory.OpRead,
-			Description: "Read up to 20 keys of one of the project's memory stores: each key's value (text, or base64 with base64 true), metadata and expiry, or null when it is not there.",
-			Parameters:  schema(`{"type":"object","properties":{"storeId":{"type":"string","description":"the store's id (mem_...), from memory_stores"},"keys":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":20}},"required":["storeId","keys"],"additionalProperties":false}`),
-			build: func(_ string, raw json.RawMessage) (toolRequest, error) {
-				base, body, err := memoryKeys(raw)
+				return toolRequest{Method: P, Path: "/api/vectors/" + id + "/upsert", Body: map[string]any{"vectors": a.Vectors}}, err
+			},
+			func(s *jsonschema.Schema) { typed("metadata", "object", "")(s.Properties["vectors"].Items) }),
+		get(&Tool{Name: "memory_stores", op: memory.OpRead,
+			Description: "List the project's memory stores (key-value): id, name, how many keys and bytes each holds, and its limits."}, "/memory"),
+		withArgs(&Tool{Name: "memory_recall", op: memory.OpRead,
+			Description: "Read up to 20 keys of one of the project's memory stores: each key's value (text, or base64 with base64 true), metadata and expiry, or null when it is not there."},
+			func(_ string, a memoryKeysArgs) (toolRequest, error) {
+				base, body, err := memoryKeys(a)
 				return toolRequest{Method: P, Path: base + "/bulk/get", Body: body}, err
-			}},
-		{Name: "memory_keys", op: memory.OpRead,
-			Description: "List keys of one of the project's memory stores in order, optionally those starting with prefix (limit 1-1000, cursor from the previous page); values are read with memory_recall.",
-			Parameters:  schema(`{"type":"object","properties":{"storeId":{"type":"string"},"prefix":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":1000},"cursor":{"type":"string"}},"required":["storeId"],"additionalProperties":false}`),
-			build: func(_ string, raw json.RawMessage) (toolRequest, error) {
-				var a memoryListArgs
-				if err := decodeArgs(raw, &a); err != nil {
-					return toolRequest{}, err
-				}
+			},
+			count("keys", 1, maxMemoryKeys)),
+		withArgs(&Tool{Name: "memory_keys", op: memory.OpRead,
+			Description: "List keys of one of the project's memory stores in order, optionally those starting with prefix (limit 1-1000, cursor from the previous page); values are read with memory_recall."},
+			func(_ string, a memoryListArgs) (toolRequest, error) {
 				base, err := memoryTarget(a.StoreID)
-				if err != nil {
-					return toolRequest{}, err
-				}
-				q := url.Values{}
-				if a.Prefix != "" {
-					q.Set("prefix", a.Prefix)
-				}
-				if a.Limit != 0 {
-					q.Set("limit", strconv.Itoa(a.Limit))
-				}
-				if a.Cursor != "" {
-					q.Set("cursor", a.Cursor)
-				}
-				return toolRequest{Method: G, Path: base + "/keys", Query: q}, nil
-			}},
-		{Name: "memory_remember", op: memory.OpWrite,
-			Description: "Store a text value under a key in one of the project's memory stores, replacing what the key held (at most 1 MiB; ttlSeconds to have it forgotten later; metadata any JSON of at most 1 KB).",
-			Parameters:  schema(`{"type":"object","properties":{"storeId":{"type":"string"},"key":{"type":"string","description":"at most 512 bytes"},"value":{"type":"string"},"ttlSeconds":{"type":"integer","minimum":1},"metadata":{}},"required":["storeId","key","value"],"additionalProperties":false}`),
-			build: func(_ string, raw json.RawMessage) (toolRequest, error) {
-				var a memoryRememberArgs
-				if err := decodeArgs(raw, &a); err != nil {
-					return toolRequest{}, err
-				}
+				return toolRequest{Method: G, Path: base + "/keys", Query: query("prefix", a.Prefix, "limit", itoa(a.Limit), "cursor", a.Cursor)}, err
+			},
+			between("limit", 1, 1000)),
+		withArgs(&Tool{Name: "memory_remember", op: memory.OpWrite,
+			Description: "Store a text value under a key in one of the project's memory stores, replacing what the key held (at most 1 MiB; ttlSeconds to have it forgotten later; metadata any JSON of at most 1 KB)."},
+			func(_ string, a memoryRememberArgs) (toolRequest, error) {
 				base, err := memoryTarget(a.StoreID)
-				if err != nil {
-					return toolRequest{}, err
-				}
 				return toolRequest{Method: http.MethodPut, Path: base + "/bulk", Body: memory.BulkPutRequest{Entries: []memory.Entry{
-					{Key: a.Key, Value: a.Value, TTLSeconds: a.TTLSeconds, Metadata: a.Metadata}}}}, nil
-			}},
-		{Name: "memory_forget", op: memory.OpWrite,
-			Description: "Delete up to 20 keys of one of the project's memory stores; answers how many were there.",
-			Parameters:  schema(`{"type":"object","properties":{"storeId":{"type":"string"},"keys":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":20}},"required":["storeId","keys"],"additionalProperties":false}`),
-			build: func(_ string, raw json.RawMessage) (toolRequest, error) {
-				base, body, err := memoryKeys(raw)
+					{Key: a.Key, Value: a.Value, TTLSeconds: a.TTLSeconds, Metadata: a.Metadata}}}}, err
+			},
+			between("ttlSeconds", 1, 0)),
+		withArgs(&Tool{Name: "memory_forget", op: memory.OpWrite,
+			Description: "Delete up to 20 keys of one of the project's memory stores; answers how many were there."},
+			func(_ string, a memoryKeysArgs) (toolRequest, error) {
+				base, body, err := memoryKeys(a)
 				return toolRequest{Method: P, Path: base + "/bulk/delete", Body: body}, err
-			}},
-		{Name: "payments_overview", op: auth.OpPaymentsRead,
-			Description: "Read the project's payment account: earnings, recent payments, checkout links and webhook deliveries.",
-			Parameters:  schema(emptySchema),
-			build: func(p string, raw json.RawMessage) (toolRequest, error) {
-				return toolRequest{Method: G, Path: "/api/projects/" + p + "/payments"}, decodeArgs(raw, &noArgs{})
-			}},
-		{Name: "payments_list", op: auth.OpPaymentsRead,
-			Description: "List an account's payments, newest first (limit 1-100, cursor, status, reference).",
-			Parameters:  schema(`{"type":"object","properties":{"accountId":{"type":"string","description":"the payment account's id, from payments_overview"},"limit":{"type":"integer","minimum":1,"maximum":100},"cursor":{"type":"string"},"status":{"type":"string"},"reference":{"type":"string"}},"required":["accountId"],"additionalProperties":false}`),
-			build: func(_ string, raw json.RawMessage) (toolRequest, error) {
-				var a paymentsListArgs
-				if err := decodeArgs(raw, &a); err != nil {
-					return toolRequest{}, err
-				}
+			},
+			count("keys", 1, maxMemoryKeys)),
+		get(&Tool{Name: "payments_overview", op: auth.OpPaymentsRead,
+			Description: "Read the project's payment account: earnings, recent payments, checkout links and webhook deliveries."}, "/payments"),
+		withArgs(&Tool{Name: "payments_list", op: auth.OpPaymentsRead,
+			Description: "List an account's payments, newest first (limit 1-100, cursor, status, reference)."},
+			func(_ string, a paymentsListArgs) (toolRequest, error) {
 				id, err := pathID("accountId", a.AccountID)
-				if err != nil {
-					return toolRequest{}, err
-				}
-				q := url.Values{}
-				if a.Limit != 0 {
-					q.Set("limit", strconv.Itoa(a.Limit))
-				}
-				for k, v := range map[string]string{"cursor": a.Cursor, "status": a.Status, "reference": a.Reference} {
-					if v != "" {
-						q.Set(k, v)
-					}
-				}
-				return toolRequest{Method: G, Path: "/api/payments/" + id + "/payments", Query: q}, nil
-			}},
-		{Name: "payment_lookup", op: auth.OpPaymentsRead,
-			Description: "Whether a checkout session was paid, checked with the processor.",
-			Parameters:  schema(`{"type":"object","properties":{"accountId":{"type":"string"},"sessionId":{"type":"string"}},"required":["accountId","sessionId"],"additionalProperties":false}`),
-			build: func(_ string, raw json.RawMessage) (toolRequest, error) {
-				var a paymentLookupArgs
-				if err := decodeArgs(raw, &a); err != nil {
-					return toolRequest{}, err
-				}
+				return toolRequest{Method: G, Path: "/api/payments/" + id + "/payments",
+					Query: query("limit", itoa(a.Limit), "cursor", a.Cursor, "status", a.Status, "reference", a.Reference)}, err
+			},
+			between("limit", 1, 100)),
+		withArgs(&Tool{Name: "payment_lookup", op: auth.OpPaymentsRead,
+			Description: "Whether a checkout session was paid, checked with the processor."},
+			func(_ string, a paymentLookupArgs) (toolRequest, error) {
 				acc, err := pathID("accountId", a.AccountID)
 				if err != nil {
 					return toolRequest{}, err
 				}
 				ses, err := pathID("sessionId", a.SessionID)
-				if err != nil {
-					return toolRequest{}, err
-				}
-				return toolRequest{Method: G, Path: "/api/payments/" + acc + "/sessions/" + ses}, nil
-			}},
-		{Name: "media_list", op: auth.OpMediaRead,
-			Description: "List the project's videos and live channels with their status.",
-			Parameters:  schema(emptySchema),
-			build: func(p string, raw json.RawMessage) (toolRequest, error) {
-				return toolRequest{Method: G, Path: "/api/projects/" + p + "/media"}, decodeArgs(raw, &noArgs{})
-			}},
-		{Name: "media_status", op: auth.OpMediaRead,
-			Description: "Read one video or live channel: status (pending_upload, processing, ready), duration and playback URL.",
-			Parameters:  schema(`{"type":"object","properties":{"mediaId":{"type":"string"}},"required":["mediaId"],"additionalProperties":false}`),
-			build: func(_ string, raw json.RawMessage) (toolRequest, error) {
-				var a mediaArgs
-				if err := decodeArgs(raw, &a); err != nil {
-					return toolRequest{}, err
-				}
+				return toolRequest{Method: G, Path: "/api/payments/" + acc + "/sessions/" + ses}, err
+			}),
+		get(&Tool{Name: "media_list", op: auth.OpMediaRead,
+			Description: "List the project's videos and live channels with their status."}, "/media"),
+		withArgs(&Tool{Name: "media_status", op: auth.OpMediaRead,
+			Description: "Read one video or live channel: status (pending_upload, processing, ready), duration and playback URL."},
+			func(_ string, a mediaArgs) (toolRequest, error) {
 				id, err := pathID("mediaId", a.MediaID)
-				if err != nil {
-					return toolRequest{}, err
-				}
-				return toolRequest{Method: G, Path: "/api/media/" + id}, nil
-			}},
+				return toolRequest{Method: G, Path: "/api/media/" + id}, err
+			}),
 		// Workspace-wide: listed so that the catalogue says why they are
 		// not offered; never callable by a run key.
-		{Name: "repo_files_read", op: auth.OpRepoRead, wide: true,
-			Description: "Read a repo's file tree or one text file.",
-			Parameters:  schema(`{"type":"object","properties":{"repoId":{"type":"string"},"path":{"type":"string"},"commit":{"type":"integer","minimum":1}},"required":["repoId"],"additionalProperties":false}`),
-			build: func(_ string, raw json.RawMessage) (toolRequest, error) {
-				var a repoArgs
-				if err := decodeArgs(raw, &a); err != nil {
-					return toolRequest{}, err
-				}
+		withArgs(&Tool{Name: "repo_files_read", op: auth.OpRepoRead, wide: true,
+			Description: "Read a repo's file tree or one text file."},
+			func(_ string, a repoArgs) (toolRequest, error) {
 				id, err := pathID("repoId", a.RepoID)
-				if err != nil {
-					return toolRequest{}, err
-				}
-				q := url.Values{}
-				if a.Path != "" {
-					q.Set("path", a.Path)
-				}
-				return toolRequest{Method: G, Path: "/api/repos/" + id + "/files", Query: q}, nil
-			}},
-		{Name: "list_projects", op: auth.OpProjectList, wide: true,
-			Description: "List every project of the workspace.",
-			Parameters:  schema(emptySchema),
-			build: func(string, json.RawMessage) (toolRequest, error) {
-				return toolRequest{Method: G, Path: "/api/projects"}, nil
-			}},
-		{Name: "usage_report", op: auth.OpUsageRead, wide: true,
-			Description: "The workspace's usage against its plan.",
-			Parameters:  schema(emptySchema),
-			build: func(string, json.RawMessage) (toolRequest, error) {
-				return toolRequest{Method: G, Path: "/api/usage"}, nil
-			}},
+				return toolRequest{Method: G, Path: "/api/repos/" + id + "/files", Query: query("path", a.Path)}, err
+			},
+			between("commit", 1, 0)),
+		withArgs(&Tool{Name: "list_projects", op: auth.OpProjectList, wide: true,
+			Description: "List every project of the workspace."},
+			func(string, noArgs) (toolRequest, error) { return toolRequest{Method: G, Path: "/api/projects"}, nil }),
+		withArgs(&Tool{Name: "usage_report", op: auth.OpUsageRead, wide: true,
+			Description: "The workspace's usage against its plan."},
+			func(string, noArgs) (toolRequest, error) { return toolRequest{Method: G, Path: "/api/usage"}, nil }),
 	}
 	tools = append(tools, emailTools()...)
 	for _, t := range tools {
@@ -453,11 +458,7 @@ func buildCatalogue() []*Tool {
 
 // databaseRequest builds a database tool's call; readOnly refuses
 // statements that may change anything.
-func databaseRequest(raw json.RawMessage, readOnly bool) (toolRequest, error) {
-	var a dbArgs
-	if err := decodeArgs(raw, &a); err != nil {
-		return toolRequest{}, err
-	}
+func databaseRequest(a dbArgs, readOnly bool) (toolRequest, error) {
 	id, err := pathID("databaseId", a.DatabaseID)
 	if err != nil {
 		return toolRequest{}, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -280,4 +281,24 @@ func Page(r *http.Request, def, max int, cursorParam string) (limit int, cursor 
 		limit = n
 	}
 	return limit, strings.TrimSpace(r.URL.Query().Get(cursorParam)), nil
+}
+
+// PathID checks an id that a caller (a tool of the connector or of an
+// agent) puts into a route's path, and returns it escaped for the path:
+// ids are at most 100 bytes of printable characters without a path, query
+// or fragment delimiter, a percent sign, a backslash or a space, and not
+// a dot segment. It
+// reports false for anything else, so the caller refuses the argument
+// instead of calling a route it did not mean.
+func PathID(v string) (string, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" || len(v) > 100 || v == "." || v == ".." {
+		return "", false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x21 || c == 0x7f || strings.IndexByte("/?#%\\", c) >= 0 {
+			return "", false
+		}
+	}
+	return url.PathEscape(v), true
 }

@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/svcplatform/platform/controlplane/api"
 )
 
 // Tool is one connector tool: its MCP definition (name, description, input
@@ -88,9 +87,9 @@ func toolResult(a Answer) (*sdk.CallToolResult, any) {
 
 // pathID checks an id argument and escapes it for a path segment.
 func pathID(field, v string) (string, error) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return "", refuse(400, "invalid_request", "%s is required", field)
+	id, ok := api.PathID(v)
+	if !ok {
+		return "", refuse(400, "invalid_request", "%s is required: an id such as the list tools answer", field)
 	}
-	return url.PathEscape(v), nil
+	return id, nil
 }

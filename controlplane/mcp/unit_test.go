@@ -211,7 +211,7 @@ func TestCallShape(t *testing.T) {
 	}{
 		{"list_repos", nil, "GET", "/api/repos", ""},
 		{"create_repo", map[string]any{"name": "a b"}, "POST", "/api/repos", `{"name":"a b"}`},
-		{"get_repo_files", map[string]any{"repoId": "r/1", "commit": 2, "path": "a b.txt"}, "GET", "/api/repos/r%2F1/files?commit=2&path=a+b.txt", ""},
+		{"get_repo_files", map[string]any{"repoId": "r1", "commit": 2, "path": "a b.txt"}, "GET", "/api/repos/r1/files?commit=2&path=a+b.txt", ""},
 		{"deploy_repo", map[string]any{"repoId": "r1", "projectId": "p1"}, "POST", "/api/repos/r1/deploy", `{"projectId":"p1"}`},
 		{"push_files", map[string]any{"repoId": "r1", "message": "m", "files": []any{map[string]any{"path": "a", "content": "b"}}},
 			"POST", "/api/repos/r1/commits", `{"message":"m","files":[{"path":"a","content":"b"}]}`},
@@ -222,7 +222,7 @@ func TestCallShape(t *testing.T) {
 		{"security_overview", nil, "GET", "/api/security/overview", ""},
 		{"needs_attention", nil, "GET", "/api/attention", ""},
 		{"list_memory_stores", map[string]any{"projectId": "p1"}, "GET", "/api/projects/p1/memory", ""},
-		{"list_memory_keys", map[string]any{"storeId": "m/1", "prefix": "a b", "limit": 5, "cursor": "c"}, "GET", "/api/memory/m%2F1/keys?cursor=c&limit=5&prefix=a+b", ""},
+		{"list_memory_keys", map[string]any{"storeId": "m1", "prefix": "a b", "limit": 5, "cursor": "c"}, "GET", "/api/memory/m1/keys?cursor=c&limit=5&prefix=a+b", ""},
 		{"get_memory", map[string]any{"storeId": "m1", "keys": []any{"a"}}, "POST", "/api/memory/m1/bulk/get", `{"keys":["a"]}`},
 		{"put_memory", map[string]any{"storeId": "m1", "key": "a", "value": "v", "ttlSeconds": 60}, "PUT", "/api/memory/m1/bulk", `{"entries":[{"key":"a","value":"v","ttlSeconds":60}]}`},
 		{"delete_memory", map[string]any{"storeId": "m1", "keys": []any{"a", "b"}}, "POST", "/api/memory/m1/bulk/delete", `{"keys":["a","b"]}`},
@@ -263,6 +263,39 @@ func TestCallShape(t *testing.T) {
 				t.Errorf("structured %s", b)
 			}
 		})
+	}
+}
+
+// TestPathIDRefused: an id argument that is not an id (a path, a dot
+// segment, a query) is refused before any REST request is made.
+func TestPathIDRefused(t *testing.T) {
+	api := &seen{}
+	cs := session(t, api, "k1")
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"get_repo_files", map[string]any{"repoId": "r/1"}},
+		{"get_repo_files", map[string]any{"repoId": ".."}},
+		{"list_memory_keys", map[string]any{"storeId": "m?x=1"}},
+		{"list_objects", map[string]any{"bucketId": "b#1"}},
+		{"list_memory_stores", map[string]any{"projectId": "p%2F1"}},
+		{"list_auth_users", map[string]any{"poolId": " "}},
+	} {
+		t.Run(c.tool, func(t *testing.T) {
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "is required: an id") {
+				t.Fatalf("%s(%v) not refused: %+v", c.tool, c.args, res)
+			}
+		})
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if len(api.reqs) != 0 {
+		t.Fatalf("%d REST requests made for refused ids", len(api.reqs))
 	}
 }
 
