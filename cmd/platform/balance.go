@@ -6,10 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/svcplatform/platform/controlplane/accounts"
@@ -17,7 +15,6 @@ import (
 	"github.com/svcplatform/platform/controlplane/billing"
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/plans"
-	"github.com/svcplatform/platform/controlplane/store"
 )
 
 const balanceUsage = `usage: platform balance add --workspace ID --usd AMOUNT [--reason TEXT] [--data DIR]
@@ -47,11 +44,7 @@ func runBalance(args []string, stdout, stderr io.Writer) int {
 	}
 	fset := flag.NewFlagSet("platform balance add", flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
-	data := os.Getenv("PLATFORM_DATA")
-	if data == "" {
-		data = "./data"
-	}
-	fset.StringVar(&data, "data", data, "")
+	data := fset.String("data", defaultDataDir(), "")
 	ws := fset.String("workspace", "", "")
 	amount := fset.String("usd", "", "")
 	reason := fset.String("reason", "", "")
@@ -82,7 +75,7 @@ func runBalance(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "platform balance add: %v\n", err)
 		return 2
 	}
-	if err := addBalance(context.Background(), data, *ws, micros, *reason, stdout); err != nil {
+	if err := addBalance(context.Background(), *data, *ws, micros, *reason, stdout); err != nil {
 		fmt.Fprintf(stderr, "platform balance add: %v\n", err)
 		return 1
 	}
@@ -91,14 +84,7 @@ func runBalance(args []string, stdout, stderr io.Writer) int {
 
 // addBalance opens the control plane's database in data and loads amount.
 func addBalance(ctx context.Context, data, ws string, amount billing.Micros, reason string, stdout io.Writer) error {
-	path := filepath.Join(data, "platform.db")
-	if _, err := os.Stat(path); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("no control-plane database at %s (run it from the control plane's machine, or pass --data)", path)
-		}
-		return err
-	}
-	db, err := store.Open(ctx, path)
+	db, err := openControlPlaneDB(ctx, data, "")
 	if err != nil {
 		return err
 	}

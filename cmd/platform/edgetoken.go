@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/edgesync"
-	"github.com/svcplatform/platform/controlplane/store"
 )
 
 const edgeTokenUsage = `usage: platform edge-token <create|list|revoke> [flags]
@@ -32,11 +30,7 @@ func edgeToken(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	verb := args[0]
 	fs := flag.NewFlagSet("platform edge-token "+verb, flag.ContinueOnError)
-	data := os.Getenv("PLATFORM_DATA")
-	if data == "" {
-		data = "./data"
-	}
-	fs.StringVar(&data, "data", data, "the control plane's data directory (env PLATFORM_DATA)")
+	data := fs.String("data", defaultDataDir(), "the control plane's data directory (env PLATFORM_DATA)")
 	dsn := fs.String("store", os.Getenv("PLATFORM_STORE"), "the control plane's PostgreSQL (postgres://...; env PLATFORM_STORE); empty: DATA/platform.db")
 	name := fs.String("name", "", "create: what the edge is (e.g. fra-1)")
 	id := fs.String("id", "", "revoke: the token id (edt_...)")
@@ -46,14 +40,7 @@ func edgeToken(ctx context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	path := *dsn
-	if path == "" {
-		path = filepath.Join(data, "platform.db")
-		if _, err := os.Stat(path); err != nil {
-			return fmt.Errorf("no control-plane database at %s: %w", path, err)
-		}
-	}
-	db, err := store.Open(ctx, path)
+	db, err := openControlPlaneDB(ctx, *data, *dsn)
 	if err != nil {
 		return err
 	}

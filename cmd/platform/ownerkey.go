@@ -6,16 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/clock"
-	"github.com/svcplatform/platform/controlplane/store"
 )
 
 const ownerKeyUsage = `usage: platform owner-key reset [--workspace ID] [--owner EMAIL] [--keep-old] [--data DIR | --store URL]
@@ -55,11 +52,7 @@ func runOwnerKey(args []string, stdout, stderr io.Writer) int {
 	}
 	fset := flag.NewFlagSet("platform owner-key reset", flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
-	data := os.Getenv("PLATFORM_DATA")
-	if data == "" {
-		data = "./data"
-	}
-	fset.StringVar(&data, "data", data, "")
+	data := fset.String("data", defaultDataDir(), "")
 	dsn := fset.String("store", os.Getenv("PLATFORM_STORE"), "")
 	r := accounts.OwnerKeyReset{Actor: operator()}
 	fset.StringVar(&r.Workspace, "workspace", "", "")
@@ -77,7 +70,7 @@ func runOwnerKey(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "platform owner-key reset: unexpected argument %q\n", fset.Arg(0))
 		return 2
 	}
-	if err := resetOwnerKey(context.Background(), data, *dsn, r, stdout); err != nil {
+	if err := resetOwnerKey(context.Background(), *data, *dsn, r, stdout); err != nil {
 		fmt.Fprintf(stderr, "platform owner-key reset: %v\n", err)
 		return 1
 	}
@@ -87,17 +80,7 @@ func runOwnerKey(args []string, stdout, stderr io.Writer) int {
 // resetOwnerKey opens the control plane's database (data's SQLite file, or
 // dsn) and resets the owner key.
 func resetOwnerKey(ctx context.Context, data, dsn string, r accounts.OwnerKeyReset, stdout io.Writer) error {
-	path := dsn
-	if path == "" {
-		path = filepath.Join(data, "platform.db")
-		if _, err := os.Stat(path); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("no control-plane database at %s (run it on the control plane's machine, or pass --data or --store)", path)
-			}
-			return err
-		}
-	}
-	db, err := store.Open(ctx, path)
+	db, err := openControlPlaneDB(ctx, data, dsn)
 	if err != nil {
 		return err
 	}

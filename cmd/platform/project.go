@@ -182,7 +182,7 @@ func installationFlags(fset *flag.FlagSet) installationLoc {
 // creating any of them).
 func (l installationLoc) open(ctx context.Context) (backup.Installation, func(), error) {
 	data := *l.data
-	db, err := openMetadata(ctx, data, *l.store)
+	db, err := openControlPlaneDB(ctx, data, *l.store)
 	if err != nil {
 		return backup.Installation{}, nil, err
 	}

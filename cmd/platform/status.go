@@ -229,7 +229,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		code = 3
 		st = status{}
-		db, derr := openMetadata(ctx, *data, *dsn)
+		db, derr := openControlPlaneDB(ctx, *data, *dsn)
 		if derr == nil {
 			defer db.Close()
 		}
@@ -270,19 +270,6 @@ func fetchStatus(ctx context.Context, addr string) (status, error) {
 		return st, fmt.Errorf("its /status: %w", err)
 	}
 	return st, nil
-}
-
-// openMetadata opens the control plane's database (dsn, or DIR's SQLite
-// file, which must exist).
-func openMetadata(ctx context.Context, data, dsn string) (*store.DB, error) {
-	path := dsn
-	if path == "" {
-		path = filepath.Join(data, "platform.db")
-		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("no control-plane database at %s (pass --data or --store)", path)
-		}
-	}
-	return store.Open(ctx, path)
 }
 
 func printStatus(out io.Writer, st status) {

@@ -6,10 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/svcplatform/platform/controlplane/accounts"
@@ -17,7 +15,6 @@ import (
 	"github.com/svcplatform/platform/controlplane/billing"
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/plans"
-	"github.com/svcplatform/platform/controlplane/store"
 )
 
 const workspaceUsage = `usage: platform workspace plan WORKSPACE PLAN [--data DIR | --store URL]
@@ -58,11 +55,7 @@ func runWorkspace(args []string, stdout, stderr io.Writer) int {
 	}
 	fset := flag.NewFlagSet("platform workspace "+sub, flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
-	data := os.Getenv("PLATFORM_DATA")
-	if data == "" {
-		data = "./data"
-	}
-	fset.StringVar(&data, "data", data, "")
+	data := fset.String("data", defaultDataDir(), "")
 	dsn := fset.String("store", os.Getenv("PLATFORM_STORE"), "")
 	// Positional arguments may come before or after the flags.
 	var pos []string
@@ -89,7 +82,7 @@ func runWorkspace(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "platform workspace list: unexpected argument %q\n", pos[0])
 			return 2
 		}
-		if err := listWorkspaces(ctx, data, *dsn, stdout); err != nil {
+		if err := listWorkspaces(ctx, *data, *dsn, stdout); err != nil {
 			fmt.Fprintf(stderr, "platform workspace list: %v\n", err)
 			return 1
 		}
@@ -104,26 +97,11 @@ func runWorkspace(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "platform workspace plan: %v\n", err)
 		return 2
 	}
-	if err := setWorkspacePlan(ctx, data, *dsn, pos[0], plan, stdout); err != nil {
+	if err := setWorkspacePlan(ctx, *data, *dsn, pos[0], plan, stdout); err != nil {
 		fmt.Fprintf(stderr, "platform workspace plan: %v\n", err)
 		return 1
 	}
 	return 0
-}
-
-// openControlPlaneDB opens data's SQLite file, or dsn.
-func openControlPlaneDB(ctx context.Context, data, dsn string) (*store.DB, error) {
-	path := dsn
-	if path == "" {
-		path = filepath.Join(data, "platform.db")
-		if _, err := os.Stat(path); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("no control-plane database at %s (run it on the control plane's machine, or pass --data or --store)", path)
-			}
-			return nil, err
-		}
-	}
-	return store.Open(ctx, path)
 }
 
 // setWorkspacePlan sets ref's plan without payment.
