@@ -218,6 +218,8 @@ func (s *Service) Plan(ctx context.Context, id string) plans.Name {
 	return w.Plan
 }
 
+var _ plans.Source = (*Service)(nil)
+
 // SetPlan changes a workspace's plan (an operator action).
 func (s *Service) SetPlan(ctx context.Context, id string, plan plans.Name) error {
 	defer s.plans.drop(id)

@@ -49,11 +49,6 @@ type Projects interface {
 	Writable(ctx context.Context, workspace, id string) (projects.Project, error)
 }
 
-// Plans tells a workspace's plan.
-type Plans interface {
-	Plan(ctx context.Context, workspace string) plans.Name
-}
-
 // Deps are the services the area is built on.
 type Deps struct {
 	DB    *store.DB
@@ -65,7 +60,7 @@ type Deps struct {
 	Meter    metering.Recorder
 	Sealer   *seal.Sealer
 	Projects Projects
-	Plans    Plans
+	Plans    plans.Source
 	AI       AI
 	// Models tells whether id names a chat model of the catalogue (nil:
 	// any non-empty name is accepted and the gateway judges at run time).

@@ -195,11 +195,6 @@ type Projects interface {
 	Writable(ctx context.Context, workspace, id string) (projects.Project, error)
 }
 
-// Plans tells a workspace's plan (*accounts.Service).
-type Plans interface {
-	Plan(ctx context.Context, workspace string) plans.Name
-}
-
 // Deps are the services the area is built on.
 type Deps struct {
 	DB *store.DB
@@ -208,7 +203,7 @@ type Deps struct {
 	// Sealer seals the buckets' signing keys and the access keys' secrets.
 	Sealer   *seal.Sealer
 	Projects Projects
-	Plans    Plans
+	Plans    plans.Source
 	// Jobs runs the expiry of unfinished uploads (none when nil: call
 	// Sweep).
 	Jobs jobs.Queue

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/blobs"
 	"github.com/svcplatform/platform/controlplane/clock"
@@ -39,7 +38,6 @@ var (
 // The assembly's services are what the area depends on.
 var (
 	_ Projects = (*projects.Service)(nil)
-	_ Plans    = (*accounts.Service)(nil)
 )
 
 // fixture is the area on a fresh store, its REST routes and its S3 surface

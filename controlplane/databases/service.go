@@ -176,11 +176,6 @@ type activeGuard interface {
 	RequireActive(ctx context.Context, projectID string) error
 }
 
-// Plans tells a workspace's plan.
-type Plans interface {
-	Plan(ctx context.Context, workspace string) plans.Name
-}
-
 // StorageFunder pays for database storage past a paid plan's allowance
 // (the billing ledger: included usage credit first, then the Balance).
 // Without one no workspace can pay, and writes that add data are held with
@@ -213,7 +208,7 @@ type Deps struct {
 	// Projects says whether a project takes new databases.
 	Projects Projects
 	// Plans tells each workspace's plan.
-	Plans Plans
+	Plans plans.Source
 	// Jobs runs the daily storage charge (JobChargeStorage).
 	Jobs jobs.Queue
 	// Logger receives what goes wrong in the background.

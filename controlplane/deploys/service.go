@@ -145,12 +145,7 @@ type Deps struct {
 	// Plans tells a workspace's plan (accounts.Service), whose limits
 	// bound each project's log (plans.Limits.LogRetentionHours and
 	// LogBytes); nil: Config.LogRetention and LogBytes for every project.
-	Plans Plans
-}
-
-// Plans tells a workspace's plan.
-type Plans interface {
-	Plan(ctx context.Context, workspace string) plans.Name
+	Plans plans.Source
 }
 
 // check names what is missing.

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/api"
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/internal/areatest"
@@ -37,7 +36,6 @@ var (
 // The assembly's services are what the area depends on.
 var (
 	_ Projects               = (*projects.Service)(nil)
-	_ Plans                  = (*accounts.Service)(nil)
 	_ metering.BatchRecorder = (*metering.Meter)(nil)
 )
 

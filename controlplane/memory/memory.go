@@ -147,11 +147,6 @@ type Projects interface {
 	Writable(ctx context.Context, workspace, id string) (projects.Project, error)
 }
 
-// Plans tells a workspace's plan (*accounts.Service).
-type Plans interface {
-	Plan(ctx context.Context, workspace string) plans.Name
-}
-
 // Deps are the services the area is built on.
 type Deps struct {
 	DB *store.DB
@@ -161,7 +156,7 @@ type Deps struct {
 	Meter    metering.BatchRecorder
 	Jobs     jobs.Queue
 	Projects Projects
-	Plans    Plans
+	Plans    plans.Source
 	// Audit records stores created and deleted (audit.New over DB when
 	// nil).
 	Audit *audit.Log

@@ -108,11 +108,6 @@ type Projects interface {
 	Writable(ctx context.Context, workspace, id string) (projects.Project, error)
 }
 
-// Plans tells a workspace's plan.
-type Plans interface {
-	Plan(ctx context.Context, workspace string) plans.Name
-}
-
 // Email tells whether a workspace's owner verified their e-mail address.
 type Email interface {
 	OwnerEmailVerified(ctx context.Context, workspace string) (bool, error)
@@ -128,7 +123,7 @@ type Deps struct {
 	// Projects finds projects and tells whether they accept changes.
 	Projects Projects
 	// Plans tells the plan (payment accounts per plan).
-	Plans Plans
+	Plans plans.Source
 	// Email gates live links on the owner's verified e-mail.
 	Email Email
 	// Jobs runs webhook deliveries durably, and the sync with the

@@ -6,6 +6,7 @@
 package plans
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -142,3 +143,9 @@ type Plan struct {
 
 // All returns the plan names in order.
 func All() []Name { return []Name{Hobby, Pro, Team, Scale, Enterprise} }
+
+// Source tells a workspace's plan (*accounts.Service): what every area
+// that enforces a plan's limits is given.
+type Source interface {
+	Plan(ctx context.Context, workspace string) Name
+}

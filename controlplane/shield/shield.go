@@ -65,11 +65,6 @@ type Projects interface {
 	RequireActive(ctx context.Context, projectID string) error
 }
 
-// Plans tells a workspace's plan (*accounts.Service).
-type Plans interface {
-	Plan(ctx context.Context, workspace string) plans.Name
-}
-
 // Config is the area's configuration. It has no settings yet: the limits
 // are the constants of update.go.
 type Config struct{}
@@ -86,7 +81,7 @@ type Deps struct {
 	Counts   Counts
 	Projects Projects
 	// Plans tells a workspace's plan (site passwords need pro).
-	Plans Plans
+	Plans plans.Source
 }
 
 // check names what is missing.
@@ -117,7 +112,7 @@ type Service struct {
 	sites    Sites
 	counts   Counts
 	projects Projects
-	plans    Plans
+	plans    plans.Source
 	// hash hashes a site password (rules.HashPassword; tests may cheapen it).
 	hash func(string) (string, error)
 }

@@ -149,11 +149,6 @@ type Projects interface {
 	RequireActive(ctx context.Context, projectID string) error
 }
 
-// Plans tells a workspace's plan (*accounts.Service).
-type Plans interface {
-	Plan(ctx context.Context, workspace string) plans.Name
-}
-
 // Message is one e-mail to an app's user: a verification or a password
 // reset. Workspace and Project say whose app sends it, so the mail area
 // sends it as the project.
@@ -187,7 +182,7 @@ type Deps struct {
 	// accept changes.
 	Projects Projects
 	// Plans tells each workspace's plan (its caps).
-	Plans Plans
+	Plans plans.Source
 	// Limiter counts the end-user throttles (ratelimit.For: shared by
 	// replicas on PostgreSQL).
 	Limiter ratelimit.Limiter

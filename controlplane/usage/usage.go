@@ -39,11 +39,6 @@ type Projects interface {
 	List(ctx context.Context, pr *auth.Principal) ([]projects.Project, error)
 }
 
-// Plans names a workspace's plan (*accounts.Service).
-type Plans interface {
-	Plan(ctx context.Context, workspace string) plans.Name
-}
-
 // Credits is a workspace's money this month (*billing.Ledger).
 type Credits interface {
 	Summary(ctx context.Context, workspace string) (billing.Summary, error)
@@ -100,7 +95,7 @@ type Deps struct {
 	Clock    clock.Clock
 	Meter    Meter
 	Projects Projects
-	Plans    Plans
+	Plans    plans.Source
 	// Jobs runs the daily measuring (JobMeasure).
 	Jobs jobs.Queue
 	// Credits gives aiCredits (null without it).

@@ -79,11 +79,6 @@ type Projects interface {
 	RequireActive(ctx context.Context, projectID string) error
 }
 
-// Plans tells a workspace's plan.
-type Plans interface {
-	Plan(ctx context.Context, workspace string) plans.Name
-}
-
 // Embedder turns texts into vectors with an embedding model (the AI
 // gateway, which meters them on AI credits).
 type Embedder interface {
@@ -103,7 +98,7 @@ type Deps struct {
 	// Projects says which projects exist and accept changes.
 	Projects Projects
 	// Plans tells each workspace's plan.
-	Plans Plans
+	Plans plans.Source
 	// Embedder embeds text upserts and queries; nil answers them 503
 	// ai_unavailable.
 	Embedder Embedder
