@@ -41,7 +41,7 @@ func TestCreateValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e.do(ownerKey, "POST", "/api/projects/"+e.project+"/agents", c.body).want(t, c.status, c.code)
+			e.do(ownerKey, "POST", "/api/projects/"+e.project+"/agents", c.body).Want(t, c.status, c.code)
 		})
 	}
 	if n, _ := e.svc.Count(context.Background(), e.project); n != 0 {
@@ -51,32 +51,32 @@ func TestCreateValidation(t *testing.T) {
 		var out AgentAnswer
 		e.do(ownerKey, "POST", "/api/projects/"+e.project+"/agents", map[string]any{"name": "a", "model": "service-1",
 			"instructions": strings.Repeat("é", MaxInstructions), "tools": []string{"vector_query", "database_execute"}, "allowWrites": true,
-			"trigger": map[string]any{"kind": "event", "label": "orders"}, "purpose": "p"}).ok(t, &out)
+			"trigger": map[string]any{"kind": "event", "label": "orders"}, "purpose": "p"}).OK(t, &out)
 		if out.Agent.MaxSteps != DefaultSteps || out.Agent.Status != StatusActive || len(out.Agent.Tools) != 2 || out.Agent.Trigger.Kind != "event" {
 			t.Fatalf("agent %+v", out.Agent)
 		}
 	})
 	t.Run("patch keeps validation", func(t *testing.T) {
 		id := e.agent(map[string]any{"tools": []string{"database_query"}, "allowWrites": true})
-		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"allowWrites": false}).want(t, 400, "tool_needs_writes")
-		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"maxSteps": 30}).want(t, 400, "invalid_request")
+		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"allowWrites": false}).Want(t, 400, "tool_needs_writes")
+		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"maxSteps": 30}).Want(t, 400, "invalid_request")
 		var out AgentAnswer
-		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"maxSteps": 24, "tools": []string{"project_info"}, "allowWrites": false}).ok(t, &out)
+		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"maxSteps": 24, "tools": []string{"project_info"}, "allowWrites": false}).OK(t, &out)
 		if out.Agent.MaxSteps != 24 || out.Agent.AllowWrites {
 			t.Fatalf("agent %+v", out.Agent)
 		}
 	})
 	t.Run("project key of another project", func(t *testing.T) {
 		k := e.key("full", e.other)
-		e.do(k, "POST", "/api/projects/"+e.project+"/agents", map[string]any{"name": "a", "model": "gpt-4o-mini"}).want(t, 403, "project_key_mismatch")
+		e.do(k, "POST", "/api/projects/"+e.project+"/agents", map[string]any{"name": "a", "model": "gpt-4o-mini"}).Want(t, 403, "project_key_mismatch")
 	})
 }
 
 func TestToolCatalogue(t *testing.T) {
 	e := newEnv(t, plans.Pro)
 	var plain, writes ToolList
-	e.do(ownerKey, "GET", "/api/agents/tools", nil).ok(t, &plain)
-	e.do(ownerKey, "GET", "/api/agents/tools?writes=1", nil).ok(t, &writes)
+	e.do(ownerKey, "GET", "/api/agents/tools", nil).OK(t, &plain)
+	e.do(ownerKey, "GET", "/api/agents/tools?writes=1", nil).OK(t, &writes)
 	byName := map[string]Tool{}
 	for _, tl := range writes.Tools {
 		byName[tl.Name] = tl
@@ -119,8 +119,8 @@ func TestToolCatalogue(t *testing.T) {
 func TestRunToolLoop(t *testing.T) {
 	e := newEnv(t, plans.Pro)
 	dbID := e.createDB(e.project)
-	e.do(ownerKey, "POST", "/api/databases/"+dbID, map[string]any{"sql": "CREATE TABLE t(v TEXT); INSERT INTO t VALUES (?)", "params": []any{"hello"}}).ok(t, nil)
-	e.do(ownerKey, "POST", "/api/projects/"+e.project+"/env", map[string]any{"key": "API_TOKEN", "value": "s3cret-value"}).ok(t, nil)
+	e.do(ownerKey, "POST", "/api/databases/"+dbID, map[string]any{"sql": "CREATE TABLE t(v TEXT); INSERT INTO t VALUES (?)", "params": []any{"hello"}}).OK(t, nil)
+	e.do(ownerKey, "POST", "/api/projects/"+e.project+"/env", map[string]any{"key": "API_TOKEN", "value": "s3cret-value"}).OK(t, nil)
 	id := e.agent(map[string]any{"tools": []string{"project_info", "database_query", "env_names"}, "allowWrites": true, "instructions": "Be brief."})
 	e.model.set(
 		mockReply{Calls: []mockCall{{"project_info", `{}`}, {"database_query", fmt.Sprintf(`{"databaseId":%q,"sql":"SELECT v FROM t"}`, dbID)}}},
@@ -128,8 +128,8 @@ func TestRunToolLoop(t *testing.T) {
 		mockReply{Text: "The table holds hello."},
 	)
 	x, r := e.run(id, "What is in table t?")
-	if r.status != http.StatusAccepted || x.Status != RunCompleted || x.StopReason != "" || x.Output != "The table holds hello." {
-		t.Fatalf("run %d %+v: %s", r.status, x, r.body)
+	if r.Status != http.StatusAccepted || x.Status != RunCompleted || x.StopReason != "" || x.Output != "The table holds hello." {
+		t.Fatalf("run %d %+v: %s", r.Status, x, r.Body)
 	}
 	want := []struct {
 		tool string
@@ -171,8 +171,8 @@ func TestRunToolLoop(t *testing.T) {
 		t.Fatalf("detail runs %+v", d.Runs)
 	}
 	raw := e.do(ownerKey, "GET", "/api/agents/"+id, nil)
-	if !strings.Contains(string(raw.body), `"cost_usd":0.`) {
-		t.Fatalf("cost_usd not a decimal number: %s", raw.body)
+	if !strings.Contains(string(raw.Body), `"cost_usd":0.`) {
+		t.Fatalf("cost_usd not a decimal number: %s", raw.Body)
 	}
 }
 
@@ -198,8 +198,8 @@ func TestStopReasons(t *testing.T) {
 			id := e.agent(map[string]any{"tools": []string{"project_info"}, "maxSteps": c.steps})
 			e.model.set(c.script...)
 			x, r := e.run(id, "go")
-			if r.status != http.StatusAccepted || x.Status != RunFailed || x.StopReason != c.reason || x.Output == "" || len(x.Steps) < c.minSteps {
-				t.Fatalf("run %d %+v", r.status, x)
+			if r.Status != http.StatusAccepted || x.Status != RunFailed || x.StopReason != c.reason || x.Output == "" || len(x.Steps) < c.minSteps {
+				t.Fatalf("run %d %+v", r.Status, x)
 			}
 			if !e.keys.allRevoked() {
 				t.Fatal("run key not revoked")
@@ -231,8 +231,8 @@ func TestStopReasons(t *testing.T) {
 			id := h.agent(map[string]any{"tools": []string{"project_info"}})
 			h.model.set(tool, mockReply{Calls: tool.Calls, Before: c.change})
 			x, r := h.run(id, "go")
-			if r.status != http.StatusAccepted || x.Status != RunFailed || x.StopReason != c.reason || len(x.Steps) != 2 {
-				t.Fatalf("run %d %+v", r.status, x)
+			if r.Status != http.StatusAccepted || x.Status != RunFailed || x.StopReason != c.reason || len(x.Steps) != 2 {
+				t.Fatalf("run %d %+v", r.Status, x)
 			}
 		})
 	}
@@ -263,12 +263,12 @@ func TestStartRefusals(t *testing.T) {
 		e := newEnv(t, plans.Hobby) // no included credit, no Balance
 		id := e.agent(map[string]any{})
 		_, r := e.run(id, "hi")
-		r.want(t, 402, "ai_credits_exhausted")
+		r.Want(t, 402, "ai_credits_exhausted")
 		e.fund(5)
 		zero := billing.Micros(0)
 		e.bill.SetSpendLimit(context.Background(), e.ws, &zero)
 		_, r = e.run(id, "hi")
-		r.want(t, 402, "spend_limit_reached")
+		r.Want(t, 402, "spend_limit_reached")
 		sum, _ := e.bill.Summary(context.Background(), e.ws)
 		if sum.MonthSpend != 0 || sum.Balance != 5_000_000 || sum.Reserved != 0 {
 			t.Fatalf("charged: %+v", sum)
@@ -281,40 +281,40 @@ func TestStartRefusals(t *testing.T) {
 	id := e.agent(map[string]any{})
 	t.Run("input limit", func(t *testing.T) {
 		_, r := e.run(id, strings.Repeat("x", MaxInput+1))
-		r.want(t, 413, "input_too_large")
+		r.Want(t, 413, "input_too_large")
 		_, r = e.run(id, " ")
-		r.want(t, 400, "invalid_request")
+		r.Want(t, 400, "invalid_request")
 	})
 	t.Run("paused", func(t *testing.T) {
-		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"action": "pause"}).ok(t, nil)
+		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"action": "pause"}).OK(t, nil)
 		_, r := e.run(id, "hi")
-		r.want(t, 409, "agent_paused")
-		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"action": "resume"}).ok(t, nil)
+		r.Want(t, 409, "agent_paused")
+		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"action": "resume"}).OK(t, nil)
 		if x, r := e.run(id, "hi"); x.Status != RunCompleted {
-			t.Fatalf("after resume: %d %s", r.status, r.body)
+			t.Fatalf("after resume: %d %s", r.Status, r.Body)
 		}
 	})
 	t.Run("rate limit 6 a minute per workspace", func(t *testing.T) {
 		e.clk.Advance(2 * time.Minute)
 		for i := 0; i < RunsPerMinute; i++ {
-			if _, r := e.run(id, "hi"); r.status != 202 {
-				t.Fatalf("run %d: %d %s", i, r.status, r.body)
+			if _, r := e.run(id, "hi"); r.Status != 202 {
+				t.Fatalf("run %d: %d %s", i, r.Status, r.Body)
 			}
 		}
 		_, r := e.run(id, "hi")
-		r.want(t, 429, "rate_limited")
-		if r.header.Get("Retry-After") == "" {
+		r.Want(t, 429, "rate_limited")
+		if r.Header.Get("Retry-After") == "" {
 			t.Fatal("no Retry-After")
 		}
 		e.clk.Advance(61 * time.Second)
-		if _, r := e.run(id, "hi"); r.status != 202 {
-			t.Fatalf("after a minute: %d %s", r.status, r.body)
+		if _, r := e.run(id, "hi"); r.Status != 202 {
+			t.Fatalf("after a minute: %d %s", r.Status, r.Body)
 		}
 	})
 	t.Run("concurrency by plan", func(t *testing.T) {
 		e.clk.Advance(2 * time.Minute)
-		e.plans.set(plans.Hobby)
-		defer e.plans.set(plans.Pro)
+		e.plans.Set(e.ws, plans.Hobby)
+		defer e.plans.Set(e.ws, plans.Pro)
 		now := e.clk.Now()
 		busy := Run{ID: store.NewID("run"), AgentID: id, Mode: ModeManual, Status: RunRunning, Input: "x", CreatedAt: now, StartedAt: &now,
 			workspace: e.ws, project: e.project, starter: starter{Member: e.owner.MemberID}}
@@ -322,27 +322,27 @@ func TestStartRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, r := e.run(id, "hi")
-		r.want(t, 429, "plan_limit")
+		r.Want(t, 429, "plan_limit")
 		var body struct {
 			Error struct {
 				Limit, Current int
 				Required       string `json:"required_plan"`
 			} `json:"error"`
 		}
-		json.Unmarshal(r.body, &body)
+		json.Unmarshal(r.Body, &body)
 		if body.Error.Limit != 1 || body.Error.Current != 1 || body.Error.Required != "pro" {
-			t.Fatalf("limit/current/required_plan: %s", r.body)
+			t.Fatalf("limit/current/required_plan: %s", r.Body)
 		}
 		e.db.ExecContext(context.Background(), `UPDATE agent_runs SET status = 'completed' WHERE id = ?`, busy.ID)
 	})
 	t.Run("credentials", func(t *testing.T) {
 		e.clk.Advance(2 * time.Minute)
-		e.do(e.key("full", e.other), "POST", "/api/agents/"+id, map[string]any{"input": "hi"}).want(t, 403, "project_key_mismatch")
-		e.do(e.key("read_only", ""), "POST", "/api/agents/"+id, map[string]any{"input": "hi"}).want(t, 403, "read_only_key")
-		if _, r := e.run(id, "hi"); r.status != 202 {
-			t.Fatalf("owner: %d", r.status)
+		e.do(e.key("full", e.other), "POST", "/api/agents/"+id, map[string]any{"input": "hi"}).Want(t, 403, "project_key_mismatch")
+		e.do(e.key("read_only", ""), "POST", "/api/agents/"+id, map[string]any{"input": "hi"}).Want(t, 403, "read_only_key")
+		if _, r := e.run(id, "hi"); r.Status != 202 {
+			t.Fatalf("owner: %d", r.Status)
 		}
-		e.do(e.key("full", e.project), "POST", "/api/agents/"+id, map[string]any{"input": "hi"}).ok(t, nil)
+		e.do(e.key("full", e.project), "POST", "/api/agents/"+id, map[string]any{"input": "hi"}).OK(t, nil)
 	})
 }
 
@@ -424,9 +424,9 @@ func TestRecentRuns(t *testing.T) {
 func TestMemoryTools(t *testing.T) {
 	e := newEnv(t, plans.Pro)
 	var st memory.StoreAnswer
-	e.do(ownerKey, "POST", "/api/projects/"+e.project+"/memory", map[string]any{"name": "notes"}).ok(t, &st)
+	e.do(ownerKey, "POST", "/api/projects/"+e.project+"/memory", map[string]any{"name": "notes"}).OK(t, &st)
 	var other memory.StoreAnswer
-	e.do(ownerKey, "POST", "/api/projects/"+e.other+"/memory", map[string]any{"name": "theirs"}).ok(t, &other)
+	e.do(ownerKey, "POST", "/api/projects/"+e.other+"/memory", map[string]any{"name": "theirs"}).OK(t, &other)
 	id := e.agent(map[string]any{"tools": []string{"memory_stores", "memory_recall", "memory_keys", "memory_remember", "memory_forget"}, "allowWrites": true})
 	e.model.set(
 		mockReply{Calls: []mockCall{{"memory_stores", `{}`},
@@ -438,8 +438,8 @@ func TestMemoryTools(t *testing.T) {
 		mockReply{Text: "Ada likes tea."},
 	)
 	x, r := e.run(id, "What does Ada like?")
-	if r.status != http.StatusAccepted || x.Status != RunCompleted {
-		t.Fatalf("run %d %+v: %s", r.status, x, r.body)
+	if r.Status != http.StatusAccepted || x.Status != RunCompleted {
+		t.Fatalf("run %d %+v: %s", r.Status, x, r.Body)
 	}
 	want := []struct {
 		tool string
@@ -461,9 +461,9 @@ func TestMemoryTools(t *testing.T) {
 	// Without allowWrites only the reading tools are saved.
 	r = e.do(ownerKey, "POST", "/api/projects/"+e.project+"/agents", map[string]any{"name": "reader", "model": "gpt-4o-mini",
 		"tools": []string{"memory_recall", "memory_remember"}})
-	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "tool_needs_writes") {
-		t.Fatalf("read-only agent with memory_remember: %d %s", r.status, r.body)
+	if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "tool_needs_writes") {
+		t.Fatalf("read-only agent with memory_remember: %d %s", r.Status, r.Body)
 	}
 	e.do(ownerKey, "POST", "/api/projects/"+e.project+"/agents", map[string]any{"name": "reader", "model": "gpt-4o-mini",
-		"tools": []string{"memory_stores", "memory_recall", "memory_keys"}}).ok(t, nil)
+		"tools": []string{"memory_stores", "memory_recall", "memory_keys"}}).OK(t, nil)
 }

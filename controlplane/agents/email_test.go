@@ -36,8 +36,8 @@ func TestEmailTool(t *testing.T) {
 		mockReply{Text: "Sent one e-mail."},
 	)
 	x, r := e.run(id, "Tell Ada and Bob their order shipped.")
-	if r.status != http.StatusAccepted || x.Status != RunCompleted {
-		t.Fatalf("run %d %+v: %s", r.status, x, r.body)
+	if r.Status != http.StatusAccepted || x.Status != RunCompleted {
+		t.Fatalf("run %d %+v: %s", r.Status, x, r.Body)
 	}
 	want := []struct {
 		tool string
@@ -79,9 +79,9 @@ func TestEmailTool(t *testing.T) {
 	// Sending is a write: an agent without allowWrites cannot have it.
 	r = e.do(ownerKey, "POST", "/api/projects/"+e.project+"/agents", map[string]any{"name": "reader", "model": "gpt-4o-mini",
 		"tools": []string{"send_email"}})
-	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "tool_needs_writes") {
-		t.Fatalf("read-only agent with send_email: %d %s", r.status, r.body)
+	if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "tool_needs_writes") {
+		t.Fatalf("read-only agent with send_email: %d %s", r.Status, r.Body)
 	}
 	e.do(ownerKey, "POST", "/api/projects/"+e.project+"/agents", map[string]any{"name": "reader", "model": "gpt-4o-mini",
-		"tools": []string{"emails_list"}}).ok(t, nil)
+		"tools": []string{"emails_list"}}).OK(t, nil)
 }

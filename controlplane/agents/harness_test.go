@@ -1,14 +1,11 @@
 package agents
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,6 +21,7 @@ import (
 	"github.com/svcplatform/platform/controlplane/billing"
 	"github.com/svcplatform/platform/controlplane/clock"
 	"github.com/svcplatform/platform/controlplane/databases"
+	"github.com/svcplatform/platform/controlplane/internal/areatest"
 	"github.com/svcplatform/platform/controlplane/jobs"
 	"github.com/svcplatform/platform/controlplane/mail"
 	"github.com/svcplatform/platform/controlplane/memory"
@@ -33,10 +31,9 @@ import (
 	"github.com/svcplatform/platform/controlplane/seal"
 	"github.com/svcplatform/platform/controlplane/store"
 	"github.com/svcplatform/platform/controlplane/store/pgtest"
-	"github.com/svcplatform/platform/internal/passhash"
 )
 
-const ownerKey = "test-owner-key-0123456789abcdef"
+const ownerKey = areatest.OwnerKey
 
 // mockReply scripts one answer of the mock model.
 type mockReply struct {
@@ -188,23 +185,6 @@ func (c chainAuthn) Authenticate(r *http.Request) (*auth.Principal, error) {
 	return c.acc.Authenticate(r)
 }
 
-type switchPlans struct {
-	mu sync.Mutex
-	p  plans.Name
-}
-
-func (s *switchPlans) Plan(context.Context, string) plans.Name {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.p
-}
-
-func (s *switchPlans) set(p plans.Name) {
-	s.mu.Lock()
-	s.p = p
-	s.mu.Unlock()
-}
-
 type verified struct{}
 
 func (verified) OwnerEmailVerified(context.Context, string) (bool, error) { return true, nil }
@@ -223,7 +203,7 @@ type env struct {
 	jobs    *jobs.Runner
 	model   *mockModel
 	keys    *fakeKeys
-	plans   *switchPlans
+	plans   *areatest.Plans
 	svc     *Service
 	srv     *httptest.Server
 	ws      string
@@ -261,8 +241,8 @@ func newEnv(t *testing.T, plan plans.Name, cfgs ...Config) *env {
 // services are built.
 func newEnvWith(t *testing.T, plan plans.Name, set func(*env)) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), clk: clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)), model: newMockModel(),
-		keys: &fakeKeys{keys: map[string]*auth.Principal{}, revoked: map[string]bool{}}, plans: &switchPlans{p: plan}}
+	e := &env{t: t, dir: t.TempDir(), clk: clock.NewFake(areatest.T0), model: newMockModel(),
+		keys: &fakeKeys{keys: map[string]*auth.Principal{}, revoked: map[string]bool{}}, plans: areatest.NewPlans(nil)}
 	set(e)
 	t.Cleanup(e.model.Close)
 	e.open(t, plan)
@@ -274,28 +254,26 @@ func (e *env) open(t *testing.T, plan plans.Name) {
 	ctx := context.Background()
 	var err error
 	if e.dsn == "" {
-		e.dsn = filepath.Join(e.dir, "platform.db")
-		if os.Getenv("PLATFORM_TEST_STORE") == "postgres" {
-			e.dsn = pgtest.MigratedDSN(t)
-		}
+		e.dsn = areatest.StoreDSN(t, filepath.Join(e.dir, "platform.db"))
 	}
 	if e.db, err = store.Open(ctx, e.dsn); err != nil {
 		t.Fatal(err)
 	}
-	e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	e.log = areatest.Discard()
 	al := audit.New(e.db, e.clk)
 	meter := metering.New(e.db, e.clk)
 	e.meter = meter
 	if e.acc, err = accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: e.db, Clock: e.clk, Audit: al, Logger: e.log}); err != nil {
 		t.Fatal(err)
 	}
-	e.acc.SetHashParams(passhash.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32})
+	e.acc.SetHashParams(areatest.FastHash)
 	b, err := e.acc.EnsureBootstrap(ctx, accounts.BootstrapConfig{WorkspaceName: "Test", OwnerEmail: "owner@example.com", Plan: plan, Key: ownerKey})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b.Workspace.ID != "" {
 		e.ws = b.Workspace.ID
+		e.plans.Set(e.ws, plan)
 	}
 	if e.sealer, err = seal.LoadOrCreate(filepath.Join(e.dir, "seal.key")); err != nil {
 		t.Fatal(err)
@@ -304,7 +282,7 @@ func (e *env) open(t *testing.T, plan plans.Name) {
 		t.Fatal(err)
 	}
 	if e.bill, err = billing.New(billing.Config{}, billing.Deps{DB: e.db, Clock: e.clk, Audit: al,
-		Plans: billing.PlanFunc(func(ctx context.Context, ws string) (plans.Name, error) { return e.plans.Plan(ctx, ws), nil })}); err != nil {
+		Plans: e.plans}); err != nil {
 		t.Fatal(err)
 	}
 	if e.jobs, err = jobs.New(jobs.Config{}, jobs.Deps{DB: e.db, Clock: e.clk, Logger: e.log}); err != nil {
@@ -355,11 +333,7 @@ func (e *env) open(t *testing.T, plan plans.Name) {
 	api.Mount(e.mux, routes, api.MountOptions{Authn: chainAuthn{keys: e.keys, acc: e.acc}, Log: e.log})
 	handler = e.mux
 	e.srv = httptest.NewServer(e.mux)
-	req, _ := http.NewRequest("GET", "/", nil)
-	req.Header.Set("Authorization", "Bearer "+ownerKey)
-	if e.owner, err = e.acc.Authenticate(req); err != nil || e.owner == nil {
-		t.Fatalf("owner: %v", err)
-	}
+	e.owner = areatest.Principal(t, e.acc, ownerKey)
 	e.closed = false
 	t.Cleanup(func() {
 		if !e.closed {
@@ -390,7 +364,7 @@ func (e *env) createProject(name string) string {
 			ID string `json:"id"`
 		} `json:"project"`
 	}
-	e.do(ownerKey, "POST", "/api/projects", map[string]any{"name": name}).ok(e.t, &out)
+	e.do(ownerKey, "POST", "/api/projects", map[string]any{"name": name}).OK(e.t, &out)
 	return out.Project.ID
 }
 
@@ -400,19 +374,14 @@ func (e *env) createDB(project string) string {
 			ID string `json:"id"`
 		} `json:"database"`
 	}
-	e.do(ownerKey, "POST", "/api/projects/"+project+"/databases", map[string]any{"name": "main"}).ok(e.t, &out)
+	e.do(ownerKey, "POST", "/api/projects/"+project+"/databases", map[string]any{"name": "main"}).OK(e.t, &out)
 	return out.Database.ID
 }
 
 // key makes an accounts key of the owner.
 func (e *env) key(access, project string) string {
 	e.t.Helper()
-	k, err := e.acc.CreateKey(context.Background(), e.owner, accounts.CreateKeyRequest{Name: "k", Access: access, ProjectID: project},
-		func(context.Context, string, string) (bool, error) { return true, nil })
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return k.Secret
+	return areatest.NewKey(e.t, e.acc, e.owner, access, project)
 }
 
 // fund puts money on the workspace's Balance.
@@ -422,71 +391,12 @@ func (e *env) fund(dollars int64) {
 	}
 }
 
-type resp struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r resp) code() string {
-	var b struct {
-		Error struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	json.Unmarshal(r.body, &b)
-	return b.Error.Code
-}
-
-func (r resp) ok(t *testing.T, v any) {
-	t.Helper()
-	if r.status >= 300 {
-		t.Fatalf("status %d: %.2000s", r.status, r.body)
-	}
-	if v != nil {
-		if err := json.Unmarshal(r.body, v); err != nil {
-			t.Fatalf("decode %.2000s: %v", r.body, err)
-		}
-	}
-}
-
-func (r resp) want(t *testing.T, status int, code string) {
-	t.Helper()
-	if r.status != status || (code != "" && r.code() != code) {
-		t.Fatalf("got %d %s, want %d %s: %.2000s", r.status, r.code(), status, code, r.body)
-	}
-}
+// resp is an answer of the test server.
+type resp = areatest.Response
 
 func (e *env) do(key, method, path string, body any, header ...string) resp {
 	e.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		data, _ := json.Marshal(b)
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, e.srv.URL+path, rd)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	data, _ := io.ReadAll(res.Body)
-	return resp{status: res.StatusCode, header: res.Header, body: data}
+	return areatest.Call(e.t, e.srv, key, method, path, body, header...)
 }
 
 // agent creates an agent in the project and returns its id.
@@ -499,7 +409,7 @@ func (e *env) agent(body map[string]any) string {
 		body["model"] = "gpt-4o-mini"
 	}
 	var out AgentAnswer
-	e.do(ownerKey, "POST", "/api/projects/"+e.project+"/agents", body).ok(e.t, &out)
+	e.do(ownerKey, "POST", "/api/projects/"+e.project+"/agents", body).OK(e.t, &out)
 	return out.Agent.ID
 }
 
@@ -507,8 +417,8 @@ func (e *env) run(id, input string) (Run, resp) {
 	e.t.Helper()
 	r := e.do(ownerKey, "POST", "/api/agents/"+id, map[string]any{"input": input})
 	var out RunAnswer
-	if r.status == http.StatusAccepted {
-		r.ok(e.t, &out)
+	if r.Status == http.StatusAccepted {
+		r.OK(e.t, &out)
 	}
 	return out.Run, r
 }
@@ -516,7 +426,7 @@ func (e *env) run(id, input string) (Run, resp) {
 func (e *env) detail(id string) AgentDetail {
 	e.t.Helper()
 	var d AgentDetail
-	e.do(ownerKey, "GET", "/api/agents/"+id, nil).ok(e.t, &d)
+	e.do(ownerKey, "GET", "/api/agents/"+id, nil).OK(e.t, &d)
 	return d
 }
 

@@ -17,7 +17,7 @@ func TestBackgroundQueueSurvivesRestart(t *testing.T) {
 	e := newEnv(t, plans.Pro)
 	id := e.agent(map[string]any{})
 	var out RunAnswer
-	e.do(ownerKey, "POST", "/api/agents/"+id, map[string]any{"input": "later", "background": true}).ok(t, &out)
+	e.do(ownerKey, "POST", "/api/agents/"+id, map[string]any{"input": "later", "background": true}).OK(t, &out)
 	if out.Run.Status != RunQueued {
 		t.Fatalf("run %+v", out.Run)
 	}
@@ -45,12 +45,12 @@ func TestBackgroundQueueSurvivesRestart(t *testing.T) {
 			}
 		}
 		e.clk.Advance(time.Minute)
-		e.do(ownerKey, "POST", "/api/agents/"+id, map[string]any{"input": "x", "background": true}).want(t, 429, "queue_full")
+		e.do(ownerKey, "POST", "/api/agents/"+id, map[string]any{"input": "x", "background": true}).Want(t, 429, "queue_full")
 	})
 	t.Run("waits for the plan's concurrency", func(t *testing.T) {
 		e.db.ExecContext(context.Background(), `DELETE FROM agent_runs WHERE status = 'queued'`)
-		e.plans.set(plans.Hobby)
-		defer e.plans.set(plans.Pro)
+		e.plans.Set(e.ws, plans.Hobby)
+		defer e.plans.Set(e.ws, plans.Pro)
 		e.fund(1) // hobby has no included credit
 		now := e.clk.Now()
 		busy := Run{ID: store.NewID("run"), AgentID: id, Mode: ModeManual, Status: RunRunning, Input: "x", CreatedAt: now, StartedAt: &now,
@@ -60,7 +60,7 @@ func TestBackgroundQueueSurvivesRestart(t *testing.T) {
 		}
 		e.clk.Advance(time.Minute)
 		var q RunAnswer
-		e.do(ownerKey, "POST", "/api/agents/"+id, map[string]any{"input": "queued", "background": true}).ok(t, &q)
+		e.do(ownerKey, "POST", "/api/agents/"+id, map[string]any{"input": "queued", "background": true}).OK(t, &q)
 		e.runDue()
 		if x, _ := e.svc.st.run(context.Background(), e.db, q.Run.ID); x.Status != RunQueued {
 			t.Fatalf("started past the plan's cap: %+v", x)
@@ -100,16 +100,16 @@ func TestParseSchedule(t *testing.T) {
 func TestSchedule(t *testing.T) {
 	e := newEnv(t, plans.Pro)
 	id := e.agent(map[string]any{})
-	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"schedule": "*/5 * * * *"}).want(t, 400, "invalid_schedule")
+	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"schedule": "*/5 * * * *"}).Want(t, 400, "invalid_schedule")
 	var out AgentAnswer
-	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"schedule": map[string]any{"cron": "@hourly", "input": "hourly report"}}).ok(t, &out)
+	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"schedule": map[string]any{"cron": "@hourly", "input": "hourly report"}}).OK(t, &out)
 	d := e.detail(id)
 	if d.Schedule == nil || d.Schedule.Cron != "@hourly" || d.Schedule.NextRun == nil || *d.Schedule.NextRun != "2026-11-02T11:00:00.000Z" {
 		t.Fatalf("schedule %+v", d.Schedule)
 	}
 	// Only one start mode at a time.
-	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"events": true}).want(t, 409, "start_mode_active")
-	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"chat": true}).want(t, 409, "start_mode_active")
+	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"events": true}).Want(t, 409, "start_mode_active")
+	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"chat": true}).Want(t, 409, "start_mode_active")
 	e.runDue()
 	if d := e.detail(id); len(d.Runs) != 0 {
 		t.Fatalf("ran before the slot: %+v", d.Runs)
@@ -126,7 +126,7 @@ func TestSchedule(t *testing.T) {
 		t.Fatalf("run %+v", d.Runs[0])
 	}
 	// Paused: the slot starts nothing and says why.
-	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"action": "pause"}).ok(t, nil)
+	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"action": "pause"}).OK(t, nil)
 	e.clk.Advance(time.Hour)
 	e.runDue()
 	e.runDue()
@@ -134,7 +134,7 @@ func TestSchedule(t *testing.T) {
 	if len(d.Runs) != 1 || !strings.Contains(d.Agent.LastError, "paused") {
 		t.Fatalf("paused agent ran: runs %d, last_error %q", len(d.Runs), d.Agent.LastError)
 	}
-	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"schedule": nil}).ok(t, &out)
+	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"schedule": nil}).OK(t, &out)
 	if d := e.detail(id); d.Schedule != nil {
 		t.Fatalf("schedule kept: %+v", d.Schedule)
 	}
@@ -148,14 +148,14 @@ func TestEvents(t *testing.T) {
 	e := newEnv(t, plans.Pro)
 	id := e.agent(map[string]any{})
 	path := "/api/agents/" + id + "/events"
-	e.do("", "POST", path, `{}`, signed("x", e.clk.Now(), `{}`, "d0")...).want(t, 404, "events_off")
+	e.do("", "POST", path, `{}`, signed("x", e.clk.Now(), `{}`, "d0")...).Want(t, 404, "events_off")
 	var out AgentAnswer
-	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"events": true}).ok(t, &out)
+	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"events": true}).OK(t, &out)
 	secret := out.Secret
 	if !strings.HasPrefix(secret, SecretPrefix) {
 		t.Fatalf("secret %q", secret)
 	}
-	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"events": true}).want(t, 409, "events_on")
+	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"events": true}).Want(t, 409, "events_on")
 	body := `{"order":42}`
 	now := e.clk.Now()
 	cases := []struct {
@@ -175,14 +175,14 @@ func TestEvents(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e.do("", "POST", path, c.body, c.header...).want(t, c.status, c.code)
+			e.do("", "POST", path, c.body, c.header...).Want(t, c.status, c.code)
 		})
 	}
 	var first, again EventAnswer
 	r := e.do("", "POST", path, body, signed(secret, now, body, "d1")...)
-	r.want(t, 202, "")
-	r.ok(t, &first)
-	e.do("", "POST", path, body, signed(secret, now, body, "d1")...).ok(t, &again)
+	r.Want(t, 202, "")
+	r.OK(t, &first)
+	e.do("", "POST", path, body, signed(secret, now, body, "d1")...).OK(t, &again)
 	if first.Status != RunQueued || again.RunID != first.RunID || !again.Duplicate {
 		t.Fatalf("first %+v, again %+v", first, again)
 	}
@@ -194,7 +194,7 @@ func TestEvents(t *testing.T) {
 	}
 	t.Run("replayed delivery after the run is not a second run", func(t *testing.T) {
 		var a EventAnswer
-		e.do("", "POST", path, body, signed(secret, e.clk.Now(), body, "d1")...).ok(t, &a)
+		e.do("", "POST", path, body, signed(secret, e.clk.Now(), body, "d1")...).OK(t, &a)
 		if a.RunID != first.RunID || a.Status != RunCompleted {
 			t.Fatalf("%+v", a)
 		}
@@ -211,14 +211,14 @@ func TestEvents(t *testing.T) {
 		at := e.clk.Now()
 		ev := `{"order":77}`
 		var orig EventAnswer
-		e.do("", "POST", path, ev, signed(secret, at, ev, "orig")...).ok(t, &orig)
+		e.do("", "POST", path, ev, signed(secret, at, ev, "orig")...).OK(t, &orig)
 		before := runs()
 		for i, wait := range []time.Duration{0, time.Second, 299 * time.Second} {
 			e.clk.Advance(wait) // still inside the 300 seconds the signature is accepted
 			var a EventAnswer
 			r := e.do("", "POST", path, ev, signed(secret, at, ev, fmt.Sprintf("replay-%d", i))...)
-			r.want(t, 202, "")
-			r.ok(t, &a)
+			r.Want(t, 202, "")
+			r.OK(t, &a)
 			if a.RunID != orig.RunID || !a.Duplicate {
 				t.Fatalf("replay %d answered %+v, the first %+v", i, a, orig)
 			}
@@ -229,8 +229,8 @@ func TestEvents(t *testing.T) {
 		// The same body signed afresh is a new event; another body signed
 		// at the same second too.
 		var fresh, other EventAnswer
-		e.do("", "POST", path, ev, signed(secret, e.clk.Now(), ev, "fresh")...).ok(t, &fresh)
-		e.do("", "POST", path, `{"order":78}`, signed(secret, at, `{"order":78}`, "other")...).ok(t, &other)
+		e.do("", "POST", path, ev, signed(secret, e.clk.Now(), ev, "fresh")...).OK(t, &fresh)
+		e.do("", "POST", path, `{"order":78}`, signed(secret, at, `{"order":78}`, "other")...).OK(t, &other)
 		if fresh.Duplicate || other.Duplicate || fresh.RunID == orig.RunID || other.RunID == orig.RunID || runs() != before+2 {
 			t.Fatalf("fresh %+v, other %+v, %d runs", fresh, other, runs())
 		}
@@ -239,18 +239,18 @@ func TestEvents(t *testing.T) {
 		e.clk.Advance(time.Minute)
 		ev := func(i int) string { return fmt.Sprintf(`{"order":%d}`, 1000+i) }
 		for i := 1; i <= EventsPerMinute; i++ {
-			e.do("", "POST", path, ev(i), signed(secret, e.clk.Now(), ev(i), fmt.Sprintf("r%d", i))...).want(t, 202, "")
+			e.do("", "POST", path, ev(i), signed(secret, e.clk.Now(), ev(i), fmt.Sprintf("r%d", i))...).Want(t, 202, "")
 		}
-		e.do("", "POST", path, ev(31), signed(secret, e.clk.Now(), ev(31), "r31")...).want(t, 429, "rate_limited")
+		e.do("", "POST", path, ev(31), signed(secret, e.clk.Now(), ev(31), "r31")...).Want(t, 429, "rate_limited")
 	})
 	t.Run("rotate and paused", func(t *testing.T) {
-		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"events": "rotate"}).ok(t, &out)
+		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"events": "rotate"}).OK(t, &out)
 		e.clk.Advance(time.Minute)
-		e.do("", "POST", path, body, signed(secret, e.clk.Now(), body, "n1")...).want(t, 401, "invalid_signature")
-		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"action": "pause"}).ok(t, nil)
-		e.do("", "POST", path, body, signed(out.Secret, e.clk.Now(), body, "n1")...).want(t, 409, "agent_paused")
-		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"events": false, "action": "resume"}).ok(t, nil)
-		e.do("", "POST", path, body, signed(out.Secret, e.clk.Now(), body, "n2")...).want(t, 404, "events_off")
+		e.do("", "POST", path, body, signed(secret, e.clk.Now(), body, "n1")...).Want(t, 401, "invalid_signature")
+		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"action": "pause"}).OK(t, nil)
+		e.do("", "POST", path, body, signed(out.Secret, e.clk.Now(), body, "n1")...).Want(t, 409, "agent_paused")
+		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"events": false, "action": "resume"}).OK(t, nil)
+		e.do("", "POST", path, body, signed(out.Secret, e.clk.Now(), body, "n2")...).Want(t, 404, "events_off")
 	})
 }
 
@@ -258,12 +258,12 @@ func TestChat(t *testing.T) {
 	e := newEnv(t, plans.Pro)
 	id := e.agent(map[string]any{"tools": []string{"vector_query", "project_info"}})
 	var out AgentAnswer
-	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"chat": map[string]any{"allowedOrigins": []string{"https://www.example.com"}, "dailyLimit": 12}}).ok(t, &out)
+	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"chat": map[string]any{"allowedOrigins": []string{"https://www.example.com"}, "dailyLimit": 12}}).OK(t, &out)
 	if out.Chat == nil || !strings.HasPrefix(out.Chat.ID, ChatPrefix) || !strings.HasSuffix(out.Chat.URL, "/api/agents/chat/"+out.Chat.ID) {
 		t.Fatalf("chat %+v", out.Chat)
 	}
 	path := "/api/agents/chat/" + out.Chat.ID
-	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"schedule": "@daily"}).want(t, 409, "start_mode_active")
+	e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"schedule": "@daily"}).Want(t, 409, "start_mode_active")
 	e.model.set(mockReply{Text: "Hello, visitor."})
 	msg := map[string]any{"message": "hi", "history": []any{map[string]any{"role": "user", "content": "earlier"}, map[string]any{"role": "assistant", "content": "yes"}}}
 	cases := []struct {
@@ -287,12 +287,12 @@ func TestChat(t *testing.T) {
 				h = []string{"Origin", c.origin}
 			}
 			r := e.do("", "POST", path, c.body, h...)
-			r.want(t, c.status, c.code)
+			r.Want(t, c.status, c.code)
 			if c.status == 200 {
 				var rep ChatReply
-				r.ok(t, &rep)
-				if rep.Reply != "Hello, visitor." || rep.RunID == "" || r.header.Get("Access-Control-Allow-Origin") != c.origin {
-					t.Fatalf("reply %+v, CORS %q", rep, r.header.Get("Access-Control-Allow-Origin"))
+				r.OK(t, &rep)
+				if rep.Reply != "Hello, visitor." || rep.RunID == "" || r.Header.Get("Access-Control-Allow-Origin") != c.origin {
+					t.Fatalf("reply %+v, CORS %q", rep, r.Header.Get("Access-Control-Allow-Origin"))
 				}
 			}
 		})
@@ -312,56 +312,56 @@ func TestChat(t *testing.T) {
 	e.keys.mu.Unlock()
 	t.Run("preflight", func(t *testing.T) {
 		r := e.do("", "OPTIONS", path, nil, "Origin", "https://www.example.com")
-		if r.status != 204 || r.header.Get("Access-Control-Allow-Origin") != "https://www.example.com" {
-			t.Fatalf("preflight %d %v", r.status, r.header)
+		if r.Status != 204 || r.Header.Get("Access-Control-Allow-Origin") != "https://www.example.com" {
+			t.Fatalf("preflight %d %v", r.Status, r.Header)
 		}
-		e.do("", "OPTIONS", path, nil, "Origin", "https://evil.example").want(t, 403, "origin_not_allowed")
+		e.do("", "OPTIONS", path, nil, "Origin", "https://evil.example").Want(t, 403, "origin_not_allowed")
 	})
 	t.Run("10 messages a minute per visitor", func(t *testing.T) {
 		e.clk.Advance(time.Minute)
 		for i := 0; i < ChatPerMinute; i++ {
-			e.do("", "POST", path, msg, "Origin", "https://www.example.com").want(t, 200, "")
+			e.do("", "POST", path, msg, "Origin", "https://www.example.com").Want(t, 200, "")
 		}
-		e.do("", "POST", path, msg, "Origin", "https://www.example.com").want(t, 429, "rate_limited")
+		e.do("", "POST", path, msg, "Origin", "https://www.example.com").Want(t, 429, "rate_limited")
 	})
 	t.Run("daily limit", func(t *testing.T) {
 		e.clk.Advance(time.Minute) // 12 chat runs today so far: the limit
-		e.do("", "POST", path, msg, "Origin", "https://www.example.com").want(t, 429, "daily_limit")
+		e.do("", "POST", path, msg, "Origin", "https://www.example.com").Want(t, 429, "daily_limit")
 		e.clk.Advance(24 * time.Hour)
-		e.do("", "POST", path, msg, "Origin", "https://www.example.com").want(t, 200, "")
+		e.do("", "POST", path, msg, "Origin", "https://www.example.com").Want(t, 200, "")
 	})
 	t.Run("rotate and off", func(t *testing.T) {
-		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"chat": "rotate"}).ok(t, &out)
-		e.do("", "POST", path, msg, "Origin", "https://www.example.com").want(t, 404, "not_found")
-		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"chat": false}).ok(t, nil)
-		e.do("", "POST", "/api/agents/chat/"+out.Chat.ID, msg, "Origin", "https://www.example.com").want(t, 404, "not_found")
+		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"chat": "rotate"}).OK(t, &out)
+		e.do("", "POST", path, msg, "Origin", "https://www.example.com").Want(t, 404, "not_found")
+		e.do(ownerKey, "PATCH", "/api/agents/"+id, map[string]any{"chat": false}).OK(t, nil)
+		e.do("", "POST", "/api/agents/chat/"+out.Chat.ID, msg, "Origin", "https://www.example.com").Want(t, 404, "not_found")
 	})
-	if r := e.do("", "POST", "/api/agents/xyz/other", `{}`); r.status != http.StatusNotFound {
-		t.Fatalf("unknown inbound path: %d", r.status)
+	if r := e.do("", "POST", "/api/agents/xyz/other", `{}`); r.Status != http.StatusNotFound {
+		t.Fatalf("unknown inbound path: %d", r.Status)
 	}
 }
 
 func TestSuggestionsAndDelete(t *testing.T) {
 	e := newEnv(t, plans.Pro)
 	var sg Suggestions
-	e.do(ownerKey, "GET", "/api/projects/"+e.project+"/agents/suggested?appType=store", nil).ok(t, &sg)
+	e.do(ownerKey, "GET", "/api/projects/"+e.project+"/agents/suggested?appType=store", nil).OK(t, &sg)
 	if len(sg.Suggestions) == 0 {
 		t.Fatal("no suggestions for a store")
 	}
-	e.do(ownerKey, "GET", "/api/projects/"+e.project+"/agents/suggested?appType=spaceship", nil).want(t, 400, "invalid_request")
-	e.do(ownerKey, "POST", "/api/projects/"+e.project+"/agents/suggested", map[string]any{"appType": "store", "keys": []string{"sales-report", "nope"}}).want(t, 400, "invalid_request")
+	e.do(ownerKey, "GET", "/api/projects/"+e.project+"/agents/suggested?appType=spaceship", nil).Want(t, 400, "invalid_request")
+	e.do(ownerKey, "POST", "/api/projects/"+e.project+"/agents/suggested", map[string]any{"appType": "store", "keys": []string{"sales-report", "nope"}}).Want(t, 400, "invalid_request")
 	if n, _ := e.svc.Count(context.Background(), e.project); n != 0 {
 		t.Fatalf("%d agents after a refused batch", n)
 	}
 	var created Created
-	e.do(ownerKey, "POST", "/api/projects/"+e.project+"/agents/suggested", map[string]any{"appType": "store", "keys": []string{"sales-report", "order-follow-up"}}).ok(t, &created)
+	e.do(ownerKey, "POST", "/api/projects/"+e.project+"/agents/suggested", map[string]any{"appType": "store", "keys": []string{"sales-report", "order-follow-up"}}).OK(t, &created)
 	if len(created.Agents) != 2 {
 		t.Fatalf("created %+v", created)
 	}
 	id := created.Agents[0].ID
-	e.do(e.key("full", e.other), "DELETE", "/api/agents/"+id, nil).want(t, 403, "project_key_mismatch")
-	e.do(ownerKey, "DELETE", "/api/agents/"+id, nil).ok(t, nil)
-	e.do(ownerKey, "GET", "/api/agents/"+id, nil).want(t, 404, "not_found")
+	e.do(e.key("full", e.other), "DELETE", "/api/agents/"+id, nil).Want(t, 403, "project_key_mismatch")
+	e.do(ownerKey, "DELETE", "/api/agents/"+id, nil).OK(t, nil)
+	e.do(ownerKey, "GET", "/api/agents/"+id, nil).Want(t, 404, "not_found")
 	if err := e.svc.Dependent().Remove(context.Background(), e.project); err != nil {
 		t.Fatal(err)
 	}

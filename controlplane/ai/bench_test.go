@@ -54,7 +54,7 @@ func BenchmarkOverhead(b *testing.B) {
 		cpu0 := cpuTime()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			e.clk.Advance(interval) // the most the rate limit admits
+			e.Clock.Advance(interval) // the most the rate limit admits
 			start := time.Now()
 			req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
 			req.Header.Set("Authorization", "Bearer "+key)

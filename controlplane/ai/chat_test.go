@@ -15,22 +15,22 @@ func TestChatPlainAndExactCharge(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.openai.Set("gpt-4.1-mini", upstreamtest.Reply{Text: "Hi there.", InputTokens: 1200, OutputTokens: 345})
 	r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hello", "projectId": "prj_a"})
-	if r.status != 200 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	var a Answer
-	r.decode(t, &a)
+	r.Decode(t, &a)
 	// gpt-4.1-mini: 0.40 in, 1.60 out per million: 1200*0.4 + 345*1.6 = 480 + 552 = 1032 micros.
 	if a.Output != "Hi there." || a.ModelUsed != "gpt-4.1-mini" || a.Provider != "openai" || a.TokensIn != 1200 || a.TokensOut != 345 || a.CostMicros != 1032 {
 		t.Fatalf("answer %+v", a)
 	}
-	if !strings.Contains(string(r.body), `"cost":0.001032`) {
-		t.Fatalf("cost not an exact decimal: %s", r.body)
+	if !strings.Contains(string(r.Body), `"cost":0.001032`) {
+		t.Fatalf("cost not an exact decimal: %s", r.Body)
 	}
 	if a.FellBackFrom != "" || a.Truncated || a.FinishReason != "stop" {
 		t.Fatalf("answer %+v", a)
 	}
-	if got := e.ledger.chargedOf(e.ws); got != 1032 {
+	if got := e.ledger.chargedOf(e.Workspace); got != 1032 {
 		t.Fatalf("charged %d, want 1032", got)
 	}
 	e.ledger.check(t)
@@ -46,8 +46,8 @@ func TestChatValidationAndErrorCodes(t *testing.T) {
 		c.Models = append(c.Models, ModelOverride{ID: "pricey-1", Provider: ptr("openai"), Tier: ptr(TierDeep),
 			InputPerMTok: ptr(PerMTok(200 * MicrosPerDollar)), OutputPerMTok: ptr(PerMTok(200 * MicrosPerDollar)), Enabled: ptr(true)})
 	}})
-	projectKey := e.key("full", "prj_a")
-	readOnly := e.key("read_only", "")
+	projectKey := e.Key("full", "prj_a")
+	readOnly := e.Key("read_only", "")
 	long := strings.Repeat("x", MaxInputChars+1)
 	cases := []struct {
 		name   string
@@ -86,8 +86,8 @@ func TestChatValidationAndErrorCodes(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := e.do(c.key, "POST", "/api/ai/chat", c.body, c.header...)
-			if r.status != c.status || (c.code != "" && r.code() != c.code) {
-				t.Fatalf("status %d code %q, want %d %q: %s", r.status, r.code(), c.status, c.code, r.body)
+			if r.Status != c.status || (c.code != "" && r.Code() != c.code) {
+				t.Fatalf("status %d code %q, want %d %q: %s", r.Status, r.Code(), c.status, c.code, r.Body)
 			}
 		})
 	}
@@ -95,7 +95,7 @@ func TestChatValidationAndErrorCodes(t *testing.T) {
 		t.Fatalf("refused requests reached upstreams %d times", n)
 	}
 	e.ledger.check(t)
-	if e.ledger.chargedOf(e.ws) != 0 {
+	if e.ledger.chargedOf(e.Workspace) != 0 {
 		t.Fatal("a refused request was charged")
 	}
 }
@@ -118,15 +118,15 @@ func TestLedgerRefusals(t *testing.T) {
 			if c.included == 0 && c.balance == 0 {
 				// newEnv funds an empty ledger by default; take it back out.
 				e.ledger.mu.Lock()
-				e.ledger.included[e.ws], e.ledger.balance[e.ws], e.ledger.initial[e.ws] = 0, 0, 0
+				e.ledger.included[e.Workspace], e.ledger.balance[e.Workspace], e.ledger.initial[e.Workspace] = 0, 0, 0
 				e.ledger.mu.Unlock()
 			}
 			if c.limit != nil {
-				e.ledger.spendLimit[e.ws] = *c.limit
+				e.ledger.spendLimit[e.Workspace] = *c.limit
 			}
 			r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hello"})
-			if r.status != 402 || r.code() != c.code {
-				t.Fatalf("status %d code %q: %s", r.status, r.code(), r.body)
+			if r.Status != 402 || r.Code() != c.code {
+				t.Fatalf("status %d code %q: %s", r.Status, r.Code(), r.Body)
 			}
 			if len(e.openai.Calls()) != 0 {
 				t.Fatal("upstream called despite refusal")
@@ -145,24 +145,24 @@ func TestRouterFallbackAndPinned(t *testing.T) {
 	e.anthropic.Set("claude-sonnet-4-0", upstreamtest.Reply{Text: "From Claude.", InputTokens: 100, OutputTokens: 10})
 	r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hello"})
 	var a Answer
-	r.decode(t, &a)
+	r.Decode(t, &a)
 	// Billed at the model that answered: 100*3 + 10*15 = 450 micros.
-	if r.status != 200 || a.ModelUsed != "claude-sonnet-4-0" || a.FellBackFrom != "gpt-4.1-mini" || a.CostMicros != 450 {
-		t.Fatalf("status %d answer %+v", r.status, a)
+	if r.Status != 200 || a.ModelUsed != "claude-sonnet-4-0" || a.FellBackFrom != "gpt-4.1-mini" || a.CostMicros != 450 {
+		t.Fatalf("status %d answer %+v", r.Status, a)
 	}
 	// A pinned model that is rate limited upstream is answered by its tier.
 	e.openai.Set("gpt-4.1-nano", upstreamtest.Reply{Status: 429, RetryAfter: 3})
 	r = e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hello", "model": "gpt-4.1-nano"})
-	r.decode(t, &a)
-	if r.status != 200 || a.ModelUsed != "gpt-4o-mini" || a.FellBackFrom != "gpt-4.1-nano" {
-		t.Fatalf("status %d answer %+v", r.status, a)
+	r.Decode(t, &a)
+	if r.Status != 200 || a.ModelUsed != "gpt-4o-mini" || a.FellBackFrom != "gpt-4.1-nano" {
+		t.Fatalf("status %d answer %+v", r.Status, a)
 	}
 	// A refusal is not retried elsewhere and costs nothing.
 	e.openai.Reset()
 	e.openai.Set("gpt-4.1", upstreamtest.Reply{Refuse: true})
 	r = e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "bad", "model": "gpt-4.1"})
-	if r.status != 400 || r.code() != "ai_request_refused" {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 400 || r.Code() != "ai_request_refused" {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	if n := len(e.openai.Calls()); n != 1 {
 		t.Fatalf("refusal tried %d models", n)
@@ -170,21 +170,21 @@ func TestRouterFallbackAndPinned(t *testing.T) {
 	// Context overflow is a 413 refusal.
 	e.openai.Set("gpt-4.1", upstreamtest.Reply{Status: 400, ErrorCode: "context_length_exceeded"})
 	r = e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "long", "model": "gpt-4.1"})
-	if r.status != 413 || r.code() != "ai_request_refused" {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 413 || r.Code() != "ai_request_refused" {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	// Every model of the tier down: 502, nothing charged.
-	before := e.ledger.chargedOf(e.ws)
+	before := e.ledger.chargedOf(e.Workspace)
 	for _, m := range []string{"gpt-4.1-nano", "gpt-4o-mini"} {
 		e.openai.Set(m, upstreamtest.Reply{Status: 500})
 	}
 	e.anthropic.Set("claude-3-5-haiku-latest", upstreamtest.Reply{Status: 529, ErrorCode: "overloaded_error"})
 	e.edge.Set("llama-3.1-8b-instruct", upstreamtest.Reply{Status: 502})
 	r = e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hello", "tier": "fast"})
-	if r.status != 502 || r.code() != "ai_provider_error" {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 502 || r.Code() != "ai_provider_error" {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
-	if e.ledger.chargedOf(e.ws) != before {
+	if e.ledger.chargedOf(e.Workspace) != before {
 		t.Fatal("a failed request was charged")
 	}
 	e.ledger.check(t)
@@ -195,17 +195,17 @@ func TestUpstreamTimeoutFallsBack(t *testing.T) {
 	e.openai.Set("gpt-4.1-mini", upstreamtest.Reply{Hang: true})
 	r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hello"})
 	var a Answer
-	r.decode(t, &a)
-	if r.status != 200 || a.ModelUsed != "claude-sonnet-4-0" || a.FellBackFrom != "gpt-4.1-mini" {
-		t.Fatalf("status %d answer %+v", r.status, a)
+	r.Decode(t, &a)
+	if r.Status != 200 || a.ModelUsed != "claude-sonnet-4-0" || a.FellBackFrom != "gpt-4.1-mini" {
+		t.Fatalf("status %d answer %+v", r.Status, a)
 	}
 	// All unreachable: ai_unavailable.
 	e.anthropic.Set("", upstreamtest.Reply{Hang: true})
 	e.openai.Set("", upstreamtest.Reply{Hang: true})
 	e.edge.Set("", upstreamtest.Reply{Hang: true})
 	r = e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hello"})
-	if r.status != 502 || r.code() != "ai_unavailable" {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 502 || r.Code() != "ai_unavailable" {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	e.ledger.check(t)
 }
@@ -215,18 +215,18 @@ func TestTruncatedAndBudgetExhausted(t *testing.T) {
 	e.openai.Set("gpt-4.1-mini", upstreamtest.Reply{Text: "Part of an ans", Finish: "length", InputTokens: 10, OutputTokens: 16})
 	r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hello", "max_tokens": 16})
 	var a Answer
-	r.decode(t, &a)
-	if r.status != 200 || !a.Truncated || a.Note == "" || a.FinishReason != "length" {
-		t.Fatalf("status %d answer %+v", r.status, a)
+	r.Decode(t, &a)
+	if r.Status != 200 || !a.Truncated || a.Note == "" || a.FinishReason != "length" {
+		t.Fatalf("status %d answer %+v", r.Status, a)
 	}
 	e.openai.Set("gpt-4.1-mini", upstreamtest.Reply{Text: "", Chunks: []string{}, Finish: "length", InputTokens: 1000, OutputTokens: 16})
-	before := e.ledger.chargedOf(e.ws)
+	before := e.ledger.chargedOf(e.Workspace)
 	r = e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hello", "max_tokens": 16})
-	if r.status != 422 || r.code() != "budget_exhausted" {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 422 || r.Code() != "budget_exhausted" {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	// budget_exhausted is charged: 1000*0.4 + 16*1.6 = 400 + 25.6 -> 426 micros (rounded up once).
-	if got := e.ledger.chargedOf(e.ws) - before; got != 426 {
+	if got := e.ledger.chargedOf(e.Workspace) - before; got != 426 {
 		t.Fatalf("budget_exhausted charged %d, want 426", got)
 	}
 	e.ledger.check(t)
@@ -235,23 +235,23 @@ func TestTruncatedAndBudgetExhausted(t *testing.T) {
 func TestGatewaySwitchesAndUnconfigured(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	r := e.do(ownerKey, "PUT", "/api/ai/settings", map[string]any{"models": map[string]any{"gpt-4.1-mini": false, "claude-opus-4-1": true}})
-	if r.status != 200 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
-	if r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "model": "gpt-4.1-mini"}); r.status != 403 || r.code() != "ai_model_off" {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "model": "gpt-4.1-mini"}); r.Status != 403 || r.Code() != "ai_model_off" {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	var a Answer
 	r = e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi"})
-	r.decode(t, &a)
-	if r.status != 200 || a.ModelUsed == "gpt-4.1-mini" {
-		t.Fatalf("router used a model switched off: %s", r.body)
+	r.Decode(t, &a)
+	if r.Status != 200 || a.ModelUsed == "gpt-4.1-mini" {
+		t.Fatalf("router used a model switched off: %s", r.Body)
 	}
-	if r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "model": "claude-opus-4-1", "max_tokens": 100}); r.status != 200 {
-		t.Fatalf("enabled model: status %d: %s", r.status, r.body)
+	if r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "model": "claude-opus-4-1", "max_tokens": 100}); r.Status != 200 {
+		t.Fatalf("enabled model: status %d: %s", r.Status, r.Body)
 	}
-	if r := e.do(ownerKey, "PUT", "/api/ai/settings", map[string]any{"enabled": false}); r.status != 200 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r := e.do(ownerKey, "PUT", "/api/ai/settings", map[string]any{"enabled": false}); r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	for _, path := range []string{"/api/ai/chat", "/api/ai/embeddings", "/api/ai/v1/chat/completions"} {
 		body := map[string]any{"prompt": "hi"}
@@ -261,12 +261,12 @@ func TestGatewaySwitchesAndUnconfigured(t *testing.T) {
 		if path == "/api/ai/v1/chat/completions" {
 			body = map[string]any{"model": "service-1", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}
 		}
-		if r := e.do(ownerKey, "POST", path, body); r.status != 403 || !strings.Contains(string(r.body), "ai_gateway_off") {
-			t.Fatalf("%s: status %d: %s", path, r.status, r.body)
+		if r := e.do(ownerKey, "POST", path, body); r.Status != 403 || !strings.Contains(string(r.Body), "ai_gateway_off") {
+			t.Fatalf("%s: status %d: %s", path, r.Status, r.Body)
 		}
 	}
 	// A developer-level principal may not switch.
-	dev := *e.owner
+	dev := *e.Owner
 	dev.Role = 1
 	if _, err := e.svc.UpdateSettings(context.Background(), &dev, SettingsRequest{Enabled: ptr(true)}); err == nil || !strings.Contains(err.Error(), "admin") {
 		t.Fatalf("developer switched the gateway: %v", err)
@@ -293,17 +293,17 @@ func TestGatewaySwitchesAndUnconfigured(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := c.env.do(ownerKey, "POST", c.path, c.body)
-			if r.status != 502 || r.code() != "ai_unavailable" || !strings.Contains(string(r.body), "--ai-config") {
-				t.Fatalf("status %d: %s", r.status, r.body)
+			if r.Status != 502 || r.Code() != "ai_unavailable" || !strings.Contains(string(r.Body), "--ai-config") {
+				t.Fatalf("status %d: %s", r.Status, r.Body)
 			}
 			c.env.ledger.check(t)
 		})
 	}
 	r = u.do(ownerKey, "GET", "/api/ai/chat", nil)
 	var l ChatListing
-	r.decode(t, &l)
-	if r.status != 200 || l.Configured || len(l.Models) == 0 || l.Limits.RequestsPerMinute != 600 || l.Limits.MaxPerRequestMicros != 10*MicrosPerDollar || l.Credits == nil {
-		t.Fatalf("listing %d %s", r.status, r.body)
+	r.Decode(t, &l)
+	if r.Status != 200 || l.Configured || len(l.Models) == 0 || l.Limits.RequestsPerMinute != 600 || l.Limits.MaxPerRequestMicros != 10*MicrosPerDollar || l.Credits == nil {
+		t.Fatalf("listing %d %s", r.Status, r.Body)
 	}
 	for _, m := range l.Models {
 		if m.Available {
@@ -315,14 +315,14 @@ func TestGatewaySwitchesAndUnconfigured(t *testing.T) {
 func TestHobbyEmailUnverified(t *testing.T) {
 	e := newEnv(t, envOptions{plan: plans.Hobby, unverified: true})
 	r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "model": "gpt-4o"})
-	if r.status != 402 || r.code() != "email_unverified" {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 402 || r.Code() != "email_unverified" {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	var a Answer
 	r = e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi"})
-	r.decode(t, &a)
-	if r.status != 200 || a.ModelUsed != "llama-3.3-70b-instruct" || a.Output != "Edge says hi." {
-		t.Fatalf("service-1 on an unverified hobby: %d %s", r.status, r.body)
+	r.Decode(t, &a)
+	if r.Status != 200 || a.ModelUsed != "llama-3.3-70b-instruct" || a.Output != "Edge says hi." {
+		t.Fatalf("service-1 on an unverified hobby: %d %s", r.Status, r.Body)
 	}
 	if len(e.openai.Calls())+len(e.anthropic.Calls()) != 0 {
 		t.Fatal("a vendor model was called")
@@ -330,8 +330,8 @@ func TestHobbyEmailUnverified(t *testing.T) {
 	e.email.mu.Lock()
 	e.email.verified = true
 	e.email.mu.Unlock()
-	if r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "model": "gpt-4o"}); r.status != 200 {
-		t.Fatalf("verified: %d %s", r.status, r.body)
+	if r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "model": "gpt-4o"}); r.Status != 200 {
+		t.Fatalf("verified: %d %s", r.Status, r.Body)
 	}
 	e.ledger.check(t)
 }
@@ -339,22 +339,22 @@ func TestHobbyEmailUnverified(t *testing.T) {
 func TestRateLimitSeparateBuckets(t *testing.T) {
 	e := newEnv(t, envOptions{plan: plans.Hobby})
 	for i := 0; i < 60; i++ {
-		if r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "model": "llama-3.1-8b-instruct"}); r.status != 200 {
-			t.Fatalf("request %d: %d %s", i, r.status, r.body)
+		if r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "model": "llama-3.1-8b-instruct"}); r.Status != 200 {
+			t.Fatalf("request %d: %d %s", i, r.Status, r.Body)
 		}
 	}
 	r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "model": "llama-3.1-8b-instruct"})
-	if r.status != 429 || r.code() != "ai_rate_limited" || r.header.Get("Retry-After") != "1" {
-		t.Fatalf("61st: %d %s retry-after %q", r.status, r.body, r.header.Get("Retry-After"))
+	if r.Status != 429 || r.Code() != "ai_rate_limited" || r.Header.Get("Retry-After") != "1" {
+		t.Fatalf("61st: %d %s retry-after %q", r.Status, r.Body, r.Header.Get("Retry-After"))
 	}
 	// Embeddings have their own bucket.
 	e.edge.Set("bge-base-en-v1.5", upstreamtest.Reply{Dimensions: 768})
-	if r := e.do(ownerKey, "POST", "/api/ai/embeddings", map[string]any{"input": []string{"a"}}); r.status != 200 {
-		t.Fatalf("embeddings: %d %s", r.status, r.body)
+	if r := e.do(ownerKey, "POST", "/api/ai/embeddings", map[string]any{"input": []string{"a"}}); r.Status != 200 {
+		t.Fatalf("embeddings: %d %s", r.Status, r.Body)
 	}
-	e.clk.Advance(time.Second)
-	if r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "model": "llama-3.1-8b-instruct"}); r.status != 200 {
-		t.Fatalf("after Retry-After: %d %s", r.status, r.body)
+	e.Clock.Advance(time.Second)
+	if r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "model": "llama-3.1-8b-instruct"}); r.Status != 200 {
+		t.Fatalf("after Retry-After: %d %s", r.Status, r.Body)
 	}
 	e.ledger.check(t)
 }
@@ -366,15 +366,15 @@ func TestEmbeddings(t *testing.T) {
 	e.edge.Set("bge-large-en-v1.5", upstreamtest.Reply{Dimensions: 999})
 	r := e.do(ownerKey, "POST", "/api/ai/embeddings", map[string]any{"input": []string{"a", "b"}, "model": "bge-small"})
 	var a EmbedAnswer
-	r.decode(t, &a)
+	r.Decode(t, &a)
 	// 50 tokens at 0.020 per million = 1 micro (rounded up).
-	if r.status != 200 || a.Dimensions != 384 || len(a.Embeddings) != 2 || len(a.Embeddings[0]) != 384 || a.CostMicros != 1 {
-		t.Fatalf("%d %s", r.status, r.body)
+	if r.Status != 200 || a.Dimensions != 384 || len(a.Embeddings) != 2 || len(a.Embeddings[0]) != 384 || a.CostMicros != 1 {
+		t.Fatalf("%d %s", r.Status, r.Body)
 	}
-	if r := e.do(ownerKey, "POST", "/api/ai/embeddings", map[string]any{"input": []string{"a"}}); r.status != 200 || !strings.Contains(string(r.body), `"dimensions":768`) {
-		t.Fatalf("default model: %d %s", r.status, r.body)
+	if r := e.do(ownerKey, "POST", "/api/ai/embeddings", map[string]any{"input": []string{"a"}}); r.Status != 200 || !strings.Contains(string(r.Body), `"dimensions":768`) {
+		t.Fatalf("default model: %d %s", r.Status, r.Body)
 	}
-	before := e.ledger.chargedOf(e.ws)
+	before := e.ledger.chargedOf(e.Workspace)
 	cases := []struct {
 		name   string
 		body   any
@@ -391,12 +391,12 @@ func TestEmbeddings(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := e.do(ownerKey, "POST", "/api/ai/embeddings", c.body)
-			if r.status != c.status || r.code() != c.code {
-				t.Fatalf("status %d code %q: %s", r.status, r.code(), r.body)
+			if r.Status != c.status || r.Code() != c.code {
+				t.Fatalf("status %d code %q: %s", r.Status, r.Code(), r.Body)
 			}
 		})
 	}
-	if e.ledger.chargedOf(e.ws) != before {
+	if e.ledger.chargedOf(e.Workspace) != before {
 		t.Fatal("a refused embeddings call was charged")
 	}
 	e.ledger.check(t)
@@ -409,22 +409,22 @@ func TestRequestHistoryNeverKeepsPrompts(t *testing.T) {
 	e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "SECRET-PROMPT"}, "X-Service-Project", "prj_b")
 	r := e.do(ownerKey, "GET", "/api/ai/requests?limit=10", nil)
 	var page RequestsPage
-	r.decode(t, &page)
-	if r.status != 200 || len(page.Requests) != 2 || page.Month.Requests != 2 || len(page.Month.ByProject) != 2 || len(page.Month.ByModel) != 1 {
-		t.Fatalf("%d %s", r.status, r.body)
+	r.Decode(t, &page)
+	if r.Status != 200 || len(page.Requests) != 2 || page.Month.Requests != 2 || len(page.Month.ByProject) != 2 || len(page.Month.ByModel) != 1 {
+		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 	// 100*0.4 + 100*1.6 = 200 micros each.
 	if page.Month.CostMicros != 400 || page.Month.ByModel[0].Model != "gpt-4.1-mini" {
 		t.Fatalf("month %+v", page.Month)
 	}
 	r = e.do(ownerKey, "GET", "/api/ai/requests?projectId=prj_a", nil)
-	r.decode(t, &page)
+	r.Decode(t, &page)
 	if len(page.Requests) != 1 || page.Requests[0].ProjectID != "prj_a" || page.Month.CostMicros != 200 {
-		t.Fatalf("by project: %s", r.body)
+		t.Fatalf("by project: %s", r.Body)
 	}
 	var n int
-	e.db.QueryRow(`SELECT count(*) FROM ai_requests`).Scan(&n)
-	rows, _ := e.db.Query(`SELECT * FROM ai_requests`)
+	e.DB.QueryRow(`SELECT count(*) FROM ai_requests`).Scan(&n)
+	rows, _ := e.DB.Query(`SELECT * FROM ai_requests`)
 	defer rows.Close()
 	cols, _ := rows.Columns()
 	for rows.Next() {
@@ -441,23 +441,23 @@ func TestRequestHistoryNeverKeepsPrompts(t *testing.T) {
 		}
 	}
 	// Kept 30 days.
-	e.clk.Advance(31 * 24 * time.Hour)
+	e.Clock.Advance(31 * 24 * time.Hour)
 	r = e.do(ownerKey, "GET", "/api/ai/requests", nil)
-	r.decode(t, &page)
+	r.Decode(t, &page)
 	if len(page.Requests) != 0 {
-		t.Fatalf("history older than 30 days shown: %s", r.body)
+		t.Fatalf("history older than 30 days shown: %s", r.Body)
 	}
 	if err := e.svc.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	e.db.QueryRow(`SELECT count(*) FROM ai_requests`).Scan(&n)
+	e.DB.QueryRow(`SELECT count(*) FROM ai_requests`).Scan(&n)
 	if n != 0 {
 		t.Fatalf("%d rows older than 30 days kept", n)
 	}
 	// Metered for the usage report.
 	from, to := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 	for metric, want := range map[string]float64{string(MetricRequests): 2, string(MetricCost): 400, string(MetricTokensOut): 200} {
-		got, err := e.meter.Total(context.Background(), e.ws, "", metricOf(metric), from, to)
+		got, err := e.Meter.Total(context.Background(), e.Workspace, "", metricOf(metric), from, to)
 		if err != nil || got != want {
 			t.Fatalf("meter %s = %v, want %v (%v)", metric, got, want, err)
 		}

@@ -123,8 +123,8 @@ func TestOpenAISDK(t *testing.T) {
 			models               bool // refused listing the models too
 		}{
 			{"unknown key", "svc_not_a_key_at_all_0123456789", "authentication_error", "", 401, true},
-			{"read-only key", e.key("read_only", ""), "permission_error", "read_only_key", 403, false},
-			{"project key", e.key("full", "prj_a"), "permission_error", "workspace_key_required", 403, true},
+			{"read-only key", e.Key("read_only", ""), "permission_error", "read_only_key", 403, false},
+			{"project key", e.Key("full", "prj_a"), "permission_error", "workspace_key_required", 403, true},
 		} {
 			sc := e.sdk(c.key)
 			_, err := sc.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "service-1",

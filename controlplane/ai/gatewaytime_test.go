@@ -31,10 +31,10 @@ func TestGatewayTimeHeader(t *testing.T) {
 			start := time.Now()
 			r := e.do(ownerKey, "POST", tc.path, tc.body)
 			took := time.Since(start)
-			if r.status != 200 {
-				t.Fatalf("%d %s", r.status, r.body)
+			if r.Status != 200 {
+				t.Fatalf("%d %s", r.Status, r.Body)
 			}
-			v := r.header.Get(HeaderGatewayMs)
+			v := r.Header.Get(HeaderGatewayMs)
 			ms, err := strconv.ParseFloat(v, 64)
 			if err != nil || ms < 0 {
 				t.Fatalf("%s = %q, want milliseconds", HeaderGatewayMs, v)
@@ -55,10 +55,10 @@ func TestGatewayTimeHeader(t *testing.T) {
 func TestGatewayTimeHeaderAbsentOnRefusal(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "model": "no-such-model"})
-	if r.status < 400 {
-		t.Fatalf("%d %s", r.status, r.body)
+	if r.Status < 400 {
+		t.Fatalf("%d %s", r.Status, r.Body)
 	}
-	if v := r.header.Get(HeaderGatewayMs); v != "" {
+	if v := r.Header.Get(HeaderGatewayMs); v != "" {
 		t.Fatalf("%s = %q on a refusal", HeaderGatewayMs, v)
 	}
 }

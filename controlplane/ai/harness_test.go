@@ -4,29 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/ai/upstreamtest"
 	"github.com/svcplatform/platform/controlplane/api"
-	"github.com/svcplatform/platform/controlplane/audit"
-	"github.com/svcplatform/platform/controlplane/auth"
 	"github.com/svcplatform/platform/controlplane/billing"
-	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/internal/areatest"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/store"
-	"github.com/svcplatform/platform/internal/passhash"
 )
 
-const ownerKey = "test-owner-key-0123456789abcdef"
+const ownerKey = areatest.OwnerKey
 
 // fakeLedger is an in-memory billing ledger with exact integer sums. Like
 // controlplane/billing it charges every settled cost in full: what the
@@ -169,20 +162,6 @@ func (l *fakeLedger) chargedOf(ws string) Micros {
 	return l.charged[ws]
 }
 
-type fakePlans struct {
-	mu sync.Mutex
-	m  map[string]plans.Name
-}
-
-func (p *fakePlans) Plan(_ context.Context, ws string) plans.Name {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if n, ok := p.m[ws]; ok {
-		return n
-	}
-	return plans.Hobby
-}
-
 type fakeEmail struct {
 	mu       sync.Mutex
 	verified bool
@@ -200,28 +179,17 @@ func (p fakeProjects) Exists(_ context.Context, _, id string) (bool, error) { re
 
 // env is a gateway on a real socket with mock upstreams.
 type env struct {
+	*areatest.Core
 	t         testing.TB
-	db        *store.DB
-	clk       *clock.Fake
-	acc       *accounts.Service
 	svc       *Service
 	srv       *httptest.Server
-	ws        string
-	owner     *auth.Principal
 	ledger    *fakeLedger
-	plans     *fakePlans
+	plans     *areatest.Plans
 	email     *fakeEmail
-	meter     *metering.Meter
 	openai    *upstreamtest.Server
 	anthropic *upstreamtest.Server
 	edge      *upstreamtest.Server
 	billing   *billing.Ledger
-}
-
-type planSource struct{ p *fakePlans }
-
-func (s planSource) PlanOf(ctx context.Context, ws string) (plans.Name, error) {
-	return s.p.Plan(ctx, ws), nil
 }
 
 type envOptions struct {
@@ -245,27 +213,9 @@ func newEnv(t testing.TB, o envOptions) *env {
 		o.included, o.balance = 10*MicrosPerDollar, 5*MicrosPerDollar
 	}
 	ctx := context.Background()
-	e := &env{t: t, clk: clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)), ledger: newFakeLedger(),
-		plans: &fakePlans{m: map[string]plans.Name{}}, email: &fakeEmail{verified: !o.unverified}}
-	db, err := store.Open(ctx, storeDSN(t, filepath.Join(t.TempDir(), "platform.db")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.db = db
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	al := audit.New(db, e.clk)
-	e.acc, err = accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: db, Clock: e.clk, Audit: al, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.acc.SetHashParams(passhash.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32})
-	b, err := e.acc.EnsureBootstrap(ctx, accounts.BootstrapConfig{WorkspaceName: "Test", OwnerEmail: "owner@example.com", Plan: o.plan, Key: ownerKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.ws = b.Workspace.ID
-	e.plans.m[e.ws] = o.plan
-	e.ledger.fund(e.ws, o.included, o.balance)
+	e := &env{Core: areatest.NewCore(t, o.plan), t: t, ledger: newFakeLedger(), email: &fakeEmail{verified: !o.unverified}}
+	e.plans = areatest.NewPlans(map[string]plans.Name{e.Workspace: o.plan})
+	e.ledger.fund(e.Workspace, o.included, o.balance)
 	e.openai, e.anthropic, e.edge = upstreamtest.NewOpenAI(), upstreamtest.NewAnthropic(), upstreamtest.NewOpenAI()
 	e.openai.Key, e.anthropic.Key = "sk-openai", "sk-anthropic"
 	e.edge.Set("", upstreamtest.Reply{Text: "Edge says hi."})
@@ -280,109 +230,46 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if o.configure != nil {
 		o.configure(&cfg)
 	}
-	e.meter = metering.New(db, e.clk)
 	var ledger Ledger = e.ledger
 	if o.realLedger {
-		bl, err := billing.New(billing.Config{}, billing.Deps{DB: db, Clock: e.clk, Audit: al, Plans: planSource{e.plans}})
+		bl, err := billing.New(billing.Config{}, billing.Deps{DB: e.DB, Clock: e.Clock, Audit: e.Audit, Plans: e.plans})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := bl.AddBalance(ctx, e.ws, billing.Micros(o.balance), "test", "test funds"); err != nil {
+		if err := bl.AddBalance(ctx, e.Workspace, billing.Micros(o.balance), "test", "test funds"); err != nil {
 			t.Fatal(err)
 		}
 		e.billing, ledger = bl, BillingLedger(bl)
 	}
-	e.svc, err = New(cfg, Deps{DB: db, Clock: e.clk, Audit: al, Meter: e.meter, Ledger: ledger, Plans: e.plans, Email: e.email,
+	log := areatest.Discard()
+	var err error
+	e.svc, err = New(cfg, Deps{DB: e.DB, Clock: e.Clock, Audit: e.Audit, Meter: e.Meter, Ledger: ledger, Plans: e.plans, Email: e.email,
 		Projects: fakeProjects{"prj_a": true, "prj_b": true}, Logger: log, HTTPClient: &http.Client{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	api.Mount(mux, Routes(Handlers{S: e.svc}), api.MountOptions{Authn: e.acc, Log: log})
+	api.Mount(mux, Routes(Handlers{S: e.svc}), api.MountOptions{Authn: e.Accounts, Log: log})
 	e.srv = httptest.NewServer(mux)
-	req, _ := http.NewRequest("GET", "/", nil)
-	req.Header.Set("Authorization", "Bearer "+ownerKey)
-	if e.owner, err = e.acc.Authenticate(req); err != nil || e.owner == nil {
-		t.Fatalf("owner principal: %v", err)
-	}
 	t.Cleanup(func() {
 		e.srv.Close()
 		e.svc.Close()
 		e.openai.Close()
 		e.anthropic.Close()
 		e.edge.Close()
-		e.acc.Close()
 		if e.billing != nil {
 			e.billing.Close()
 		}
-		db.Close()
 	})
 	return e
 }
 
-// key creates a key of the owner: access full or read_only, limited to
-// project when not empty.
-func (e *env) key(access, project string) string {
-	e.t.Helper()
-	k, err := e.acc.CreateKey(context.Background(), e.owner, accounts.CreateKeyRequest{Name: "k", Access: access, ProjectID: project},
-		func(context.Context, string, string) (bool, error) { return true, nil })
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return k.Secret
-}
-
-type resp struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r resp) code() string {
-	var b struct {
-		Error struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	json.Unmarshal(r.body, &b)
-	return b.Error.Code
-}
-
-func (r resp) decode(t *testing.T, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.body, v); err != nil {
-		t.Fatalf("decode %s: %v", r.body, err)
-	}
-}
+// resp is an answer of the test server.
+type resp = areatest.Response
 
 func (e *env) do(key, method, path string, body any, header ...string) resp {
 	e.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = bytes.NewReader([]byte(b))
-	default:
-		data, _ := json.Marshal(b)
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, e.srv.URL+path, rd)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	data, _ := io.ReadAll(res.Body)
-	return resp{status: res.StatusCode, header: res.Header, body: data}
+	return areatest.Call(e.t, e.srv, key, method, path, body, header...)
 }
 
 // sseEvent is one parsed server-sent event.

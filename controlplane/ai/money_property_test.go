@@ -40,15 +40,15 @@ func TestPropertyAnswerHistoryLedgerAgree(t *testing.T) {
 			var reqs []sent
 			var refused int
 			for i := range 80 {
-				e.clk.Advance(200 * time.Millisecond) // within the pro plan's rate limit
+				e.Clock.Advance(200 * time.Millisecond) // within the pro plan's rate limit
 				if rng.IntN(4) == 0 {
 					amount := Micros(rng.Int64N(int64(30*MicrosPerDollar))) + 10_000
-					before, _ := e.billing.Summary(ctx, e.ws)
-					if err := e.billing.AddBalance(ctx, e.ws, billing.Micros(amount), "test", "top-up"); err != nil {
+					before, _ := e.billing.Summary(ctx, e.Workspace)
+					if err := e.billing.AddBalance(ctx, e.Workspace, billing.Micros(amount), "test", "top-up"); err != nil {
 						t.Fatal(err)
 					}
 					// A load pays what is owed first.
-					after, _ := e.billing.Summary(ctx, e.ws)
+					after, _ := e.billing.Summary(ctx, e.Workspace)
 					paid := min(before.Owed, before.Balance-before.Reserved+billing.Micros(amount))
 					if after.Owed != before.Owed-paid || after.Balance != before.Balance+billing.Micros(amount)-paid {
 						t.Fatalf("load of %d: before %+v, after %+v", amount, before, after)
@@ -74,16 +74,16 @@ func TestPropertyAnswerHistoryLedgerAgree(t *testing.T) {
 				stream := rng.IntN(2) == 0
 				r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"model": m.id, "max_tokens": maxTokens, "stream": stream,
 					"prompt": strings.Repeat("word ", 1+rng.IntN(400))})
-				if r.status == 402 {
+				if r.Status == 402 {
 					refused++ // nothing reserved: no history cost, no movement
 					continue
 				}
-				if r.status != 200 {
-					t.Fatalf("request %d: %d %s", i, r.status, r.body)
+				if r.Status != 200 {
+					t.Fatalf("request %d: %d %s", i, r.Status, r.Body)
 				}
 				var s sent
 				if stream {
-					evs := parseSSE(t, r.body)
+					evs := parseSSE(t, r.Body)
 					done := evs[len(evs)-1]
 					if evs[0].name != "meta" || done.name != "done" {
 						t.Fatalf("request %d: events %+v", i, evs)
@@ -91,14 +91,14 @@ func TestPropertyAnswerHistoryLedgerAgree(t *testing.T) {
 					s = sent{id: evs[0].data["id"].(string), cost: Micros(done.data["costMicros"].(float64))}
 				} else {
 					var a Answer
-					r.decode(t, &a)
+					r.Decode(t, &a)
 					s = sent{id: a.ID, cost: a.CostMicros}
 				}
 				if want := Cost(e.svc.cat.mustGet(t, m.id).InputPerMTok, e.svc.cat.mustGet(t, m.id).OutputPerMTok, in, out, e.svc.markup(e.svc.cat.mustGet(t, m.id))); s.cost != want {
 					t.Fatalf("request %d: answer cost %d, the reported usage costs %d", i, s.cost, want)
 				}
 				reqs = append(reqs, s)
-				if sum, _ := e.billing.Summary(ctx, e.ws); sum.Owed > 0 {
+				if sum, _ := e.billing.Summary(ctx, e.Workspace); sum.Owed > 0 {
 					owedSeen++
 				}
 			}
@@ -111,14 +111,14 @@ func TestPropertyAnswerHistoryLedgerAgree(t *testing.T) {
 			var total Micros
 			for _, s := range reqs {
 				var history, charged, owed, entries Micros
-				if err := e.db.QueryRow(`SELECT cost_micros FROM ai_requests WHERE id = ?`, s.id).Scan(&history); err != nil {
+				if err := e.DB.QueryRow(`SELECT cost_micros FROM ai_requests WHERE id = ?`, s.id).Scan(&history); err != nil {
 					t.Fatalf("history of %s: %v", s.id, err)
 				}
-				if err := e.db.QueryRow(`SELECT coalesce(sum(charged),0), coalesce(sum(uncollected),0) FROM billing_reservations WHERE ref = ?`, s.id).
+				if err := e.DB.QueryRow(`SELECT coalesce(sum(charged),0), coalesce(sum(uncollected),0) FROM billing_reservations WHERE ref = ?`, s.id).
 					Scan(&charged, &owed); err != nil {
 					t.Fatal(err)
 				}
-				if err := e.db.QueryRow(`SELECT coalesce(sum(amount),0) FROM billing_entries WHERE ref = ? AND kind = 'charge'`, s.id).Scan(&entries); err != nil {
+				if err := e.DB.QueryRow(`SELECT coalesce(sum(amount),0) FROM billing_entries WHERE ref = ? AND kind = 'charge'`, s.id).Scan(&entries); err != nil {
 					t.Fatal(err)
 				}
 				if history != s.cost || charged+owed != s.cost || entries != charged {
@@ -126,14 +126,14 @@ func TestPropertyAnswerHistoryLedgerAgree(t *testing.T) {
 				}
 				total += s.cost
 			}
-			sum, err := e.billing.Summary(ctx, e.ws)
+			sum, err := e.billing.Summary(ctx, e.Workspace)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var fromBalance, allCharges, month Micros
-			e.db.QueryRow(`SELECT coalesce(sum(amount),0) FROM billing_entries WHERE workspace_id = ? AND kind = 'charge' AND pool = 'balance'`, e.ws).Scan(&fromBalance)
-			e.db.QueryRow(`SELECT coalesce(sum(amount),0) FROM billing_entries WHERE workspace_id = ? AND kind = 'charge'`, e.ws).Scan(&allCharges)
-			e.db.QueryRow(`SELECT coalesce(sum(cost_micros),0) FROM ai_spend_month WHERE workspace_id = ?`, e.ws).Scan(&month)
+			e.DB.QueryRow(`SELECT coalesce(sum(amount),0) FROM billing_entries WHERE workspace_id = ? AND kind = 'charge' AND pool = 'balance'`, e.Workspace).Scan(&fromBalance)
+			e.DB.QueryRow(`SELECT coalesce(sum(amount),0) FROM billing_entries WHERE workspace_id = ? AND kind = 'charge'`, e.Workspace).Scan(&allCharges)
+			e.DB.QueryRow(`SELECT coalesce(sum(cost_micros),0) FROM ai_spend_month WHERE workspace_id = ?`, e.Workspace).Scan(&month)
 			if Micros(sum.Balance)+fromBalance != loaded {
 				t.Fatalf("Balance %d + charged from it %d != loaded %d", sum.Balance, fromBalance, loaded)
 			}

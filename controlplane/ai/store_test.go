@@ -13,9 +13,9 @@ import (
 func TestHistoryBatch(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
-	at := e.clk.Now()
+	at := e.Clock.Now()
 	rec := func(i int, model, project string) Record {
-		return Record{ID: fmt.Sprintf("air_b%03d", i), workspace: e.ws, ProjectID: project, Kind: "chat", Surface: SurfaceChat,
+		return Record{ID: fmt.Sprintf("air_b%03d", i), workspace: e.Workspace, ProjectID: project, Kind: "chat", Surface: SurfaceChat,
 			ModelRequested: model, ModelUsed: model, Provider: "openai", Status: StatusOK, TokensIn: 10, TokensOut: int64(i),
 			CostMicros: Micros(i), At: at.Add(time.Duration(i) * time.Millisecond)}
 	}
@@ -45,11 +45,11 @@ func TestHistoryBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		var n int
-		if err := e.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM ai_requests WHERE workspace_id = ?`, e.ws).Scan(&n); err != nil || n != rows {
+		if err := e.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM ai_requests WHERE workspace_id = ?`, e.Workspace).Scan(&n); err != nil || n != rows {
 			t.Fatalf("%d history rows (%v), want %d", n, err, rows)
 		}
 		got := map[string]*total{}
-		qr, err := e.db.QueryContext(ctx, `SELECT model, project_id, requests, tokens_in, tokens_out, cost_micros FROM ai_spend_month WHERE workspace_id = ?`, e.ws)
+		qr, err := e.DB.QueryContext(ctx, `SELECT model, project_id, requests, tokens_in, tokens_out, cost_micros FROM ai_spend_month WHERE workspace_id = ?`, e.Workspace)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,10 +28,10 @@ func TestNativeStream(t *testing.T) {
 				ToolCalls: []upstreamtest.ToolCall{{ID: "call_1", Name: "lookup", Arguments: `{"q":"x"}`}}})
 			r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "model": tc.model, "stream": true,
 				"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "lookup", "parameters": map[string]any{"type": "object"}}}}})
-			if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
-				t.Fatalf("%d %s", r.status, r.body)
+			if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") {
+				t.Fatalf("%d %s", r.Status, r.Body)
 			}
-			evs := parseSSE(t, r.body)
+			evs := parseSSE(t, r.Body)
 			if evs[0].name != "meta" || evs[0].data["model"] != tc.model {
 				t.Fatalf("first event %+v", evs[0])
 			}
@@ -77,7 +77,7 @@ func TestStreamCutMidway(t *testing.T) {
 			}
 			up.Set(model, upstreamtest.Reply{Chunks: []string{"abcd", "efgh", "ijkl", "mnop"}, CutAfter: 2, InputTokens: 1000, OutputTokens: 500})
 			r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "model": model, "stream": true})
-			evs := parseSSE(t, r.body)
+			evs := parseSSE(t, r.Body)
 			last := evs[len(evs)-1]
 			if last.name != "error" || last.data["code"] != "stream_error" {
 				t.Fatalf("last event %+v", last)
@@ -86,7 +86,7 @@ func TestStreamCutMidway(t *testing.T) {
 			if last.data["tokensOut"] != float64(2) {
 				t.Fatalf("charged for %v output tokens: %+v", last.data["tokensOut"], last.data)
 			}
-			charged := e.ledger.chargedOf(e.ws)
+			charged := e.ledger.chargedOf(e.Workspace)
 			if charged != Micros(last.data["costMicros"].(float64)) || charged == 0 {
 				t.Fatalf("ledger charged %d, event says %v", charged, last.data["costMicros"])
 			}
@@ -131,7 +131,7 @@ func TestStreamClientDisconnect(t *testing.T) {
 	}
 	// Input is estimated from the prompt (2 bytes -> 1 token), output from
 	// the 8 bytes delivered (2 tokens): 1*0.4 + 2*1.6 = 3.6 -> 4 micros.
-	if got := e.ledger.chargedOf(e.ws); got != 4 {
+	if got := e.ledger.chargedOf(e.Workspace); got != 4 {
 		t.Fatalf("charged %d, want 4", got)
 	}
 	e.ledger.check(t)
@@ -142,13 +142,13 @@ func TestSlowAndStalledStreams(t *testing.T) {
 	e := newEnv(t, envOptions{configure: func(c *Config) { c.IdleTimeout = 150 * time.Millisecond }})
 	e.openai.Set("gpt-4.1-mini", upstreamtest.Reply{Chunks: []string{"a", "b", "c"}, ChunkDelay: 20 * time.Millisecond})
 	r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "stream": true})
-	evs := parseSSE(t, r.body)
+	evs := parseSSE(t, r.Body)
 	if evs[len(evs)-1].name != "done" || len(evs) != 5 {
 		t.Fatalf("events %+v", evs)
 	}
 	e.openai.Set("gpt-4.1-mini", upstreamtest.Reply{Chunks: []string{"a", "b"}, ChunkDelay: time.Second})
 	r = e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "stream": true})
-	evs = parseSSE(t, r.body)
+	evs = parseSSE(t, r.Body)
 	if last := evs[len(evs)-1]; last.name != "error" || last.data["code"] != "stream_error" {
 		t.Fatalf("events %+v", evs)
 	}
@@ -186,20 +186,20 @@ func TestStreamFallbackBeforeFirstPiece(t *testing.T) {
 			e.openai.Set("gpt-4o", upstreamtest.Reply{Status: 503})
 			e.edge.Set("", upstreamtest.Reply{Status: 503})
 			r := e.do(ownerKey, "POST", "/api/ai/chat", map[string]any{"prompt": "hi", "model": "gpt-4.1-mini", "stream": true})
-			if r.status != tc.status {
-				t.Fatalf("status %d, want %d: %s", r.status, tc.status, r.body)
+			if r.Status != tc.status {
+				t.Fatalf("status %d, want %d: %s", r.Status, tc.status, r.Body)
 			}
 			if tc.want == "" {
-				if !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") || r.code() != tc.code {
-					t.Fatalf("want a JSON error %s, got %s %s", tc.code, r.header.Get("Content-Type"), r.body)
+				if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") || r.Code() != tc.code {
+					t.Fatalf("want a JSON error %s, got %s %s", tc.code, r.Header.Get("Content-Type"), r.Body)
 				}
-				if c := e.ledger.chargedOf(e.ws); c != 0 {
+				if c := e.ledger.chargedOf(e.Workspace); c != 0 {
 					t.Fatalf("charged %d for no answer", c)
 				}
 				e.ledger.check(t)
 				return
 			}
-			evs := parseSSE(t, r.body)
+			evs := parseSSE(t, r.Body)
 			if evs[0].name != "meta" || evs[0].data["model"] != tc.want || evs[0].data["fellBackFrom"] != "gpt-4.1-mini" {
 				t.Fatalf("meta %+v", evs[0])
 			}
@@ -214,7 +214,7 @@ func TestStreamFallbackBeforeFirstPiece(t *testing.T) {
 			}
 			// 10 in x 3.00 + 2 out x 15.00 per million, plus the markup of
 			// a third-party vendor model, if any: charged exactly as the event says.
-			if got := e.ledger.chargedOf(e.ws); got == 0 || got != Micros(done.data["costMicros"].(float64)) {
+			if got := e.ledger.chargedOf(e.Workspace); got == 0 || got != Micros(done.data["costMicros"].(float64)) {
 				t.Fatalf("charged %d, done says %v", got, done.data["costMicros"])
 			}
 			e.ledger.check(t)

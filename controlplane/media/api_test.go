@@ -56,23 +56,23 @@ func TestUploadRefusals(t *testing.T) {
 
 	t.Run("expired URL gets a fresh one", func(t *testing.T) {
 		id, up := e.createVideo("expiring")
-		e.clock.Advance(DefaultUploadTTL + time.Minute)
-		if r := e.upload(up, "file", small); r.status != 410 || r.code() != "upload_url_expired" {
-			t.Fatalf("expired: %d %s", r.status, r.body)
+		e.Clock.Advance(DefaultUploadTTL + time.Minute)
+		if r := e.upload(up, "file", small); r.Status != 410 || r.Code() != "upload_url_expired" {
+			t.Fatalf("expired: %d %s", r.Status, r.Body)
 		}
 		var ua UploadAnswer
-		e.must(200, ownerKey, "POST", "/api/media/"+id+"/upload", nil).json(t, &ua)
-		if ua.UploadURL == up || !ua.ExpiresAt.After(e.clock.Now()) {
+		e.must(200, ownerKey, "POST", "/api/media/"+id+"/upload", nil).Decode(t, &ua)
+		if ua.UploadURL == up || !ua.ExpiresAt.After(e.Clock.Now()) {
 			t.Fatalf("fresh: %+v", ua)
 		}
-		if r := e.upload(up, "file", small); r.status != 404 || r.code() != "upload_url_unknown" {
-			t.Fatalf("replaced URL: %d %s", r.status, r.body)
+		if r := e.upload(up, "file", small); r.Status != 404 || r.Code() != "upload_url_unknown" {
+			t.Fatalf("replaced URL: %d %s", r.Status, r.Body)
 		}
 		var got ReceivedAnswer
-		if r := e.upload(ua.UploadURL, "file", small); r.status != 201 {
-			t.Fatalf("fresh URL: %d %s", r.status, r.body)
+		if r := e.upload(ua.UploadURL, "file", small); r.Status != 201 {
+			t.Fatalf("fresh URL: %d %s", r.Status, r.Body)
 		} else {
-			r.json(t, &got)
+			r.Decode(t, &got)
 		}
 		if got.ID != id || !got.Received || got.Status != StatusProcessing {
 			t.Fatalf("upload answer %+v, want id %s", got, id)
@@ -92,8 +92,8 @@ func TestUploadRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id, up := e.createVideo(tc.name)
-			if r := e.upload(up, tc.field, tc.file); r.status != tc.status || r.code() != tc.code {
-				t.Fatalf("%d %s", r.status, r.body)
+			if r := e.upload(up, tc.field, tc.file); r.Status != tc.status || r.Code() != tc.code {
+				t.Fatalf("%d %s", r.Status, r.Body)
 			}
 			// A refused upload stores nothing: the video still waits, no
 			// file is kept, and the same URL takes the file.
@@ -106,33 +106,33 @@ func TestUploadRefusals(t *testing.T) {
 				}
 			}
 			var got ReceivedAnswer
-			if r := e.upload(up, "file", small); r.status != 201 {
-				t.Fatalf("the URL after a refused upload: %d %s", r.status, r.body)
+			if r := e.upload(up, "file", small); r.Status != 201 {
+				t.Fatalf("the URL after a refused upload: %d %s", r.Status, r.Body)
 			} else {
-				r.json(t, &got)
+				r.Decode(t, &got)
 			}
 			if got.ID != id {
 				t.Fatalf("upload answer %+v, want id %s", got, id)
 			}
-			if r := e.upload(up, "file", small); r.status != 410 || r.code() != "upload_url_used" {
-				t.Fatalf("reuse after the file arrived: %d %s", r.status, r.body)
+			if r := e.upload(up, "file", small); r.Status != 410 || r.Code() != "upload_url_used" {
+				t.Fatalf("reuse after the file arrived: %d %s", r.Status, r.Body)
 			}
 		})
 	}
 	t.Run("not multipart", func(t *testing.T) {
 		_, up := e.createVideo("json")
-		if r := e.do("", "POST", up, map[string]any{"file": "x"}); r.status != 400 {
-			t.Fatalf("%d %s", r.status, r.body)
+		if r := e.do("", "POST", up, map[string]any{"file": "x"}); r.Status != 400 {
+			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 		// Refused before use: the URL still works.
-		if r := e.upload(up, "file", small); r.status != 201 {
-			t.Fatalf("%d %s", r.status, r.body)
+		if r := e.upload(up, "file", small); r.Status != 201 {
+			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 	})
 	t.Run("unknown token", func(t *testing.T) {
 		for _, tok := range []string{"nope", strings.Repeat("A", 43)} {
-			if r := e.upload(e.srv.URL+"/media/uploads/"+tok, "file", small); r.status != 404 {
-				t.Fatalf("%s: %d %s", tok, r.status, r.body)
+			if r := e.upload(e.srv.URL+"/media/uploads/"+tok, "file", small); r.Status != 404 {
+				t.Fatalf("%s: %d %s", tok, r.Status, r.Body)
 			}
 		}
 	})
@@ -145,8 +145,8 @@ func TestUploadRefusals(t *testing.T) {
 		mw.Close()
 		req, _ := http.NewRequest("POST", up, &buf)
 		req.Header.Set("Content-Type", mw.FormDataContentType())
-		if r := e.send(req); r.status != 413 {
-			t.Fatalf("%d %s", r.status, r.body)
+		if r := e.send(req); r.Status != 413 {
+			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 	})
 }
@@ -163,7 +163,7 @@ func TestTeardownAndCount(t *testing.T) {
 	if n, _ := e.svc.Count(context.Background(), e.project); n != 2 {
 		t.Fatalf("count %d", n)
 	}
-	if err := e.projects.Delete(context.Background(), e.owner, e.project); err != nil {
+	if err := e.Projects.Delete(context.Background(), e.Owner, e.project); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := e.svc.Count(context.Background(), e.project); n != 0 {

@@ -165,8 +165,8 @@ func TestPlaybackInBrowser(t *testing.T) {
 		e := newEnv(t, plans.Pro, Config{NoWorkers: true, PlaybackBaseURL: pe.base})
 		pe.start(t, e.srv.URL)
 		id, up := e.createVideo("Clip")
-		if r := e.upload(up, "file", clip(t, t.TempDir())); r.status != 201 {
-			t.Fatalf("upload: %d %s", r.status, r.body)
+		if r := e.upload(up, "file", clip(t, t.TempDir())); r.Status != 201 {
+			t.Fatalf("upload: %d %s", r.Status, r.Body)
 		}
 		if err := e.svc.Process(context.Background(), id); err != nil {
 			t.Fatal(err)
@@ -183,7 +183,7 @@ func TestPlaybackInBrowser(t *testing.T) {
 		e := newEnv(t, plans.Pro, Config{NoWorkers: true, PlaybackBaseURL: pe.base, Live: &LiveConfig{Listen: freeAddr(t), UpdateSeconds: 1}})
 		pe.start(t, e.srv.URL)
 		var c Created
-		e.must(201, ownerKey, "POST", "/api/projects/"+e.project+"/media", map[string]any{"name": "Show", "kind": "live"}).json(t, &c)
+		e.must(201, ownerKey, "POST", "/api/projects/"+e.project+"/media", map[string]any{"name": "Show", "kind": "live"}).Decode(t, &c)
 		e.must(200, ownerKey, "PATCH", "/api/media/"+c.Asset.ID, map[string]any{"action": "go-live"})
 		_, done := publish(t, c.IngestURL+"/"+c.StreamKey)
 		waitLivePlaylist(t, e, c.Asset.ID, done)

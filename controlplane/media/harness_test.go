@@ -1,9 +1,6 @@
 package media
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"mime/multipart"
@@ -12,45 +9,29 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/api"
-	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
-	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/internal/areatest"
 	"github.com/svcplatform/platform/controlplane/jobs"
-	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/plans"
 	"github.com/svcplatform/platform/controlplane/projects"
-	"github.com/svcplatform/platform/controlplane/seal"
-	"github.com/svcplatform/platform/controlplane/store"
-	"github.com/svcplatform/platform/internal/passhash"
 	"github.com/svcplatform/platform/runtime/sandbox"
 )
 
-const ownerKey = "test-owner-key-0123456789abcdef"
+const ownerKey = areatest.OwnerKey
 
 // env is the core services and the media area on a real socket.
 type env struct {
-	t        *testing.T
-	dir      string
-	db       *store.DB
-	clock    *clock.Fake
-	accounts *accounts.Service
-	projects *projects.Service
-	meter    *metering.Meter
-	audit    *audit.Log
-	sealer   *seal.Sealer
-	svc      *Service
-	stop     func() // ends the service's Run and waits for it
-	jobs     *jobs.Runner
-	srv      *httptest.Server
-	owner    *auth.Principal
-	project  string
-	cfg      Config
+	*areatest.Core
+	t       *testing.T
+	svc     *Service
+	stop    func() // ends the service's Run and waits for it
+	jobs    *jobs.Runner
+	srv     *httptest.Server
+	project string
+	cfg     Config
 	// sandbox runs ffprobe and ffmpeg (nil: directly).
 	sandbox sandbox.Sandbox
 }
@@ -63,32 +44,10 @@ func newEnv(t *testing.T, plan plans.Name, cfg Config) *env {
 // newEnvWith is newEnv processing videos in box.
 func newEnvWith(t *testing.T, plan plans.Name, cfg Config, box sandbox.Sandbox) *env {
 	t.Helper()
-	ctx := context.Background()
-	e := &env{t: t, dir: t.TempDir(), clock: clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)), cfg: cfg, sandbox: box}
+	e := &env{Core: areatest.NewCore(t, plan), t: t, cfg: cfg, sandbox: box}
+	e.project = e.NewProject("app")
 	var err error
-	if e.db, err = store.Open(ctx, storeDSN(t, filepath.Join(e.dir, "platform.db"))); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.db.Close() })
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e.audit = audit.New(e.db, e.clock)
-	e.meter = metering.New(e.db, e.clock)
-	if e.accounts, err = accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: e.db, Clock: e.clock, Audit: e.audit, Logger: logger}); err != nil {
-		t.Fatal(err)
-	}
-	e.accounts.SetHashParams(passhash.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32})
-	if e.sealer, err = seal.LoadOrCreate(filepath.Join(e.dir, "seal.key")); err != nil {
-		t.Fatal(err)
-	}
-	if e.projects, err = projects.New(projects.Config{AppsDomain: "apps.test"}, projects.Deps{DB: e.db, Clock: e.clock, Audit: e.audit, Meter: e.meter, Sealer: e.sealer}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.accounts.EnsureBootstrap(ctx, accounts.BootstrapConfig{WorkspaceName: "Test", OwnerEmail: "owner@example.com", Plan: plan, Key: ownerKey}); err != nil {
-		t.Fatal(err)
-	}
-	e.owner = e.principal(ownerKey)
-	e.project = e.newProject("app")
-	if e.jobs, err = jobs.New(jobs.Config{}, jobs.Deps{DB: e.db, Clock: e.clock}); err != nil {
+	if e.jobs, err = jobs.New(jobs.Config{}, jobs.Deps{DB: e.DB, Clock: e.Clock}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.jobs.Close() })
@@ -103,42 +62,34 @@ func (e *env) start() {
 	ln := httptest.NewUnstartedServer(nil)
 	base := "http://" + ln.Listener.Addr().String()
 	cfg := e.cfg
-	cfg.Dir = filepath.Join(e.dir, "media")
+	cfg.Dir = filepath.Join(e.Dir, "media")
 	cfg.PublicBaseURL = base
 	if cfg.Live != nil {
 		l := *cfg.Live
 		l.NotifyBaseURL = base
 		cfg.Live = &l
 	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := areatest.Discard()
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	e.projects.SetLogger(logger)
-	svc, err := New(cfg, Deps{DB: e.db, Clock: e.clock, Audit: e.audit, Meter: e.meter,
-		Projects: e.projects, Plans: e.accounts, Sealer: e.sealer, Jobs: e.jobs, Logger: logger, Sandbox: e.sandbox})
+	e.Projects.SetLogger(logger)
+	svc, err := New(cfg, Deps{DB: e.DB, Clock: e.Clock, Audit: e.Audit, Meter: e.Meter,
+		Projects: e.Projects, Plans: e.Accounts, Sealer: e.Sealer, Jobs: e.jobs, Logger: logger, Sandbox: e.sandbox})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.projects.AddDependent(svc)
-	e.projects.AddCounter(svc)
+	e.Projects.AddDependent(svc)
+	e.Projects.AddCounter(svc)
 	mux := http.NewServeMux()
-	prj := projects.Handlers{S: e.projects}
+	prj := projects.Handlers{S: e.Projects}
 	api.Mount(mux, append(Routes(Handlers{S: svc}),
 		api.Route{Method: http.MethodGet, Path: "/api/projects/{id}", Op: auth.OpProjectRead, ProjectParam: "id", Handler: prj.Read},
 		api.Route{Method: http.MethodDelete, Path: "/api/projects/{id}", Op: auth.OpProjectDelete, ProjectParam: "id", Handler: prj.Delete},
-	), api.MountOptions{Authn: e.accounts, Log: logger})
+	), api.MountOptions{Authn: e.Accounts, Log: logger})
 	ln.Config.Handler = mux
 	ln.Start()
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- svc.Run(ctx) }()
-	stop := sync.OnceFunc(func() {
-		cancel()
-		if err := <-ran; err != nil {
-			e.t.Error(err)
-		}
-	})
+	stop := areatest.Start(e.t, svc.Run)
 	e.svc, e.stop, e.srv = svc, stop, ln
 	e.t.Cleanup(func() {
 		ln.Close()
@@ -147,115 +98,39 @@ func (e *env) start() {
 	})
 }
 
-func (e *env) principal(key string) *auth.Principal {
-	e.t.Helper()
-	r, _ := http.NewRequest("GET", "/", nil)
-	r.Header.Set("Authorization", "Bearer "+key)
-	p, err := e.accounts.Authenticate(r)
-	if err != nil || p == nil {
-		e.t.Fatalf("authenticate: %v", err)
-	}
-	return p
-}
+// response is an answer of the test server.
+type response = areatest.Response
 
-func (e *env) newProject(name string) string {
-	e.t.Helper()
-	p, err := e.projects.Create(context.Background(), e.owner, projects.CreateRequest{Name: name})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return p.ID
-}
-
-// key makes a key: access full or read_only, limited to project when set.
-func (e *env) key(access, project string) string {
-	e.t.Helper()
-	k, err := e.accounts.CreateKey(context.Background(), e.owner, accounts.CreateKeyRequest{Name: "test", Access: access, ProjectID: project}, e.projects.Exists)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return k.Secret
-}
-
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r response) code() string {
-	var b struct {
-		Error struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	json.Unmarshal(r.body, &b)
-	return b.Error.Code
-}
-
-func (r response) json(t *testing.T, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.body, v); err != nil {
-		t.Fatalf("decode %s: %v", r.body, err)
-	}
-}
-
-// do sends a request; a URL starting with http is used as it is.
+// do sends a request as key, a body as JSON with its Content-Type; a URL
+// starting with http is used as it is.
 func (e *env) do(key, method, path string, body any) response {
 	e.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	url := path
-	if len(path) > 0 && path[0] == '/' {
-		url = e.srv.URL + path
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return e.send(req)
-}
-
-func (e *env) send(req *http.Request) response {
-	e.t.Helper()
-	resp, err := e.srv.Client().Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	return areatest.Call(e.t, e.srv, key, method, path, body, jsonType(body)...)
 }
 
 func (e *env) must(want int, key, method, path string, body any) response {
 	e.t.Helper()
-	r := e.do(key, method, path, body)
-	if r.status != want {
-		e.t.Fatalf("%s %s: status %d, want %d: %s", method, path, r.status, want, r.body)
+	return areatest.Must(e.t, want, e.srv, key, method, path, body, jsonType(body)...)
+}
+
+// jsonType is the Content-Type header of a JSON body.
+func jsonType(body any) []string {
+	if body == nil {
+		return nil
 	}
-	return r
+	return []string{"Content-Type", "application/json"}
+}
+
+func (e *env) send(req *http.Request) response {
+	e.t.Helper()
+	return areatest.Send(e.t, e.srv.Client(), req)
 }
 
 // createVideo makes a video and returns its id and upload URL.
 func (e *env) createVideo(name string) (string, string) {
 	e.t.Helper()
 	var c Created
-	e.must(201, ownerKey, "POST", "/api/projects/"+e.project+"/media", map[string]any{"name": name, "kind": "video"}).json(e.t, &c)
+	e.must(201, ownerKey, "POST", "/api/projects/"+e.project+"/media", map[string]any{"name": name, "kind": "video"}).Decode(e.t, &c)
 	if c.UploadURL == "" || c.Asset.Status != StatusPendingUpload {
 		e.t.Fatalf("create: %+v", c)
 	}
@@ -294,7 +169,7 @@ func (e *env) upload(url, field, path string) response {
 func (e *env) asset(id string) Asset {
 	e.t.Helper()
 	var a AssetAnswer
-	e.must(200, ownerKey, "GET", "/api/media/"+id, nil).json(e.t, &a)
+	e.must(200, ownerKey, "GET", "/api/media/"+id, nil).Decode(e.t, &a)
 	return a.Asset
 }
 

@@ -66,7 +66,7 @@ func TestLiveChannel(t *testing.T) {
 	needLive(t)
 	e := newEnv(t, plans.Pro, Config{NoWorkers: true, Live: &LiveConfig{Listen: freeAddr(t), UpdateSeconds: 1}})
 	var c Created
-	e.must(201, ownerKey, "POST", "/api/projects/"+e.project+"/media", map[string]any{"name": "Show", "kind": "live"}).json(t, &c)
+	e.must(201, ownerKey, "POST", "/api/projects/"+e.project+"/media", map[string]any{"name": "Show", "kind": "live"}).Decode(t, &c)
 	if c.Asset.Status != StatusIdle || !strings.HasPrefix(c.StreamKey, "sk_") || !strings.HasPrefix(c.IngestURL, "rtmp://") {
 		t.Fatalf("created %+v", c)
 	}
@@ -76,7 +76,7 @@ func TestLiveChannel(t *testing.T) {
 		t.Fatalf("owner read %+v", a)
 	}
 	var ro AssetAnswer
-	e.must(200, e.key("read_only", ""), "GET", "/api/media/"+id, nil).json(t, &ro)
+	e.must(200, e.Key("read_only", ""), "GET", "/api/media/"+id, nil).Decode(t, &ro)
 	if ro.Asset.StreamKey != "" || ro.Asset.IngestURL != "" {
 		t.Fatalf("read-only key sees %+v", ro.Asset)
 	}
@@ -95,7 +95,7 @@ func TestLiveChannel(t *testing.T) {
 	}
 	refused("idle channel", c.IngestURL+"/"+c.StreamKey)
 	var a AssetAnswer
-	e.must(200, ownerKey, "PATCH", "/api/media/"+id, map[string]any{"action": "go-live"}).json(t, &a)
+	e.must(200, ownerKey, "PATCH", "/api/media/"+id, map[string]any{"action": "go-live"}).Decode(t, &a)
 	if a.Asset.Status != StatusLive {
 		t.Fatalf("go-live %+v", a.Asset)
 	}
@@ -113,12 +113,12 @@ func TestLiveChannel(t *testing.T) {
 		t.Fatal("end-stream did not cut the publisher")
 	}
 	for _, tc := range []struct{ action, code string }{{"", "invalid_request"}, {"pause", "invalid_request"}} {
-		if r := e.do(ownerKey, "PATCH", "/api/media/"+id, map[string]any{"action": tc.action}); r.status != 400 {
-			t.Fatalf("%q: %d", tc.action, r.status)
+		if r := e.do(ownerKey, "PATCH", "/api/media/"+id, map[string]any{"action": tc.action}); r.Status != 400 {
+			t.Fatalf("%q: %d", tc.action, r.Status)
 		}
 	}
 	// Live channels go with their project.
-	if err := e.projects.Delete(context.Background(), e.owner, e.project); err != nil {
+	if err := e.Projects.Delete(context.Background(), e.Owner, e.project); err != nil {
 		t.Fatal(err)
 	}
 	e.must(404, ownerKey, "GET", "/api/media/"+id, nil)
@@ -131,8 +131,8 @@ func waitLivePlaylist(t *testing.T, e *env, id string, done <-chan error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r := e.do("", "GET", "/media/"+id+"/index.m3u8", nil)
-		if r.status == 200 && strings.Contains(string(r.body), ".ts") {
-			if strings.Contains(string(r.body), "sk_") {
+		if r.Status == 200 && strings.Contains(string(r.Body), ".ts") {
+			if strings.Contains(string(r.Body), "sk_") {
 				t.Fatal("playlist holds the stream key")
 			}
 			return
@@ -143,9 +143,9 @@ func waitLivePlaylist(t *testing.T, e *env, id string, done <-chan error) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			files, _ := exec.Command("find", filepath.Join(e.dir, "media", "live")).CombinedOutput()
-			logb, _ := os.ReadFile(filepath.Join(e.dir, "media", "live", "error.log"))
-			t.Fatalf("no live playlist: %d %s\n%s\n%s", r.status, r.body, files, logb)
+			files, _ := exec.Command("find", filepath.Join(e.Dir, "media", "live")).CombinedOutput()
+			logb, _ := os.ReadFile(filepath.Join(e.Dir, "media", "live", "error.log"))
+			t.Fatalf("no live playlist: %d %s\n%s\n%s", r.Status, r.Body, files, logb)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -29,8 +29,8 @@ func TestPoolProcessesAndRestartResumes(t *testing.T) {
 	e := newEnv(t, plans.Pro, Config{Workers: 1})
 	src := clip(t, t.TempDir())
 	id, up := e.createVideo("pooled")
-	if r := e.upload(up, "file", src); r.status != 201 {
-		t.Fatalf("upload %d %s", r.status, r.body)
+	if r := e.upload(up, "file", src); r.Status != 201 {
+		t.Fatalf("upload %d %s", r.Status, r.Body)
 	}
 	if a := e.waitStatus(id, time.Minute); a.Status != StatusReady {
 		t.Fatalf("pool: %+v", a)
@@ -44,8 +44,8 @@ func TestPoolProcessesAndRestartResumes(t *testing.T) {
 	e.cfg.NoWorkers = true
 	e.start()
 	id2, up2 := e.createVideo("interrupted")
-	if r := e.upload(up2, "file", src); r.status != 201 {
-		t.Fatal(r.status)
+	if r := e.upload(up2, "file", src); r.Status != 201 {
+		t.Fatal(r.Status)
 	}
 	e.stop()
 	e.svc.Close()
@@ -67,7 +67,7 @@ func TestProcessFailsClearly(t *testing.T) {
 		setup func(id string)
 	}{
 		{"interrupted too often", func(id string) {
-			update(ctx, e.db, id, map[string]any{"attempts": MaxAttempts}, "")
+			update(ctx, e.DB, id, map[string]any{"attempts": MaxAttempts}, "")
 		}},
 		{"source lost", func(id string) {
 			os.Remove(filepath.Join(e.svc.assetDir(id), "source"))

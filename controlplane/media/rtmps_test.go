@@ -71,7 +71,7 @@ func TestLiveRTMPS(t *testing.T) {
 	e := newEnv(t, plans.Pro, Config{NoWorkers: true, Live: &LiveConfig{Listen: freeAddr(t), UpdateSeconds: 1,
 		TLSListen: tlsAddr, TLSCertFile: certFile, TLSKeyFile: keyFile}})
 	var c Created
-	e.must(201, ownerKey, "POST", "/api/projects/"+e.project+"/media", map[string]any{"name": "Secure show", "kind": "live"}).json(t, &c)
+	e.must(201, ownerKey, "POST", "/api/projects/"+e.project+"/media", map[string]any{"name": "Secure show", "kind": "live"}).Decode(t, &c)
 	if want := "rtmps://" + tlsAddr + "/live"; c.IngestURL != want {
 		t.Fatalf("ingest URL %q, want %q", c.IngestURL, want)
 	}

@@ -74,7 +74,7 @@ for f in %[1]s %[2]s %[3]s /etc/shadow; do cat "$f" >/dev/null 2>&1 && echo "rea
 awk -F: 'NR>2 {gsub(/ /, "", $1); print "iface " $1}' /proc/net/dev
 echo mine > own && echo "wrote own"
 for d in /usr /etc /; do f="$d/.media-sandbox-probe-$$"; touch "$f" 2>/dev/null && rm -f "$f" && echo "wrote $d"; done
-true`, secret, filepath.Join(other, sourceFile), e.dir)
+true`, secret, filepath.Join(other, sourceFile), e.Dir)
 	var out, errb bytes.Buffer
 	if err := (sandboxRunner{box: box, id: "med_probe"}).Run(context.Background(), dir, []string{"/bin/sh", "-c", script}, &out, &errb); err != nil {
 		t.Fatalf("run: %v: %s", err, errb.String())
@@ -123,8 +123,8 @@ func TestProcessInSandbox(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id, up := e.createVideo(tc.name)
-			if r := e.upload(up, "file", tc.file); r.status != 201 {
-				t.Fatalf("upload: %d %s", r.status, r.body)
+			if r := e.upload(up, "file", tc.file); r.Status != 201 {
+				t.Fatalf("upload: %d %s", r.Status, r.Body)
 			}
 			if err := e.svc.Process(context.Background(), id); err != nil {
 				t.Fatal(err)

@@ -49,12 +49,12 @@ func TestTeardownRetry(t *testing.T) {
 	small := filepath.Join(t.TempDir(), "small.bin")
 	os.WriteFile(small, bytes.Repeat([]byte("x"), 500), 0o644)
 	stuck, up := e.createVideo("stuck")
-	if r := e.upload(up, "file", small); r.status != 201 {
-		t.Fatalf("upload: %d %s", r.status, r.body)
+	if r := e.upload(up, "file", small); r.Status != 201 {
+		t.Fatalf("upload: %d %s", r.Status, r.Body)
 	}
 	gone, up2 := e.createVideo("gone")
-	if r := e.upload(up2, "file", small); r.status != 201 {
-		t.Fatalf("upload: %d %s", r.status, r.body)
+	if r := e.upload(up2, "file", small); r.Status != 201 {
+		t.Fatalf("upload: %d %s", r.Status, r.Body)
 	}
 	rm := &failingRemover{block: map[string]bool{stuck: true}}
 	e.svc.removeAll = rm.remove
@@ -74,11 +74,11 @@ func TestTeardownRetry(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.prepare()
 			r := e.do(ownerKey, "DELETE", path, nil)
-			if r.status != tc.status {
-				t.Fatalf("delete: %d %s", r.status, r.body)
+			if r.Status != tc.status {
+				t.Fatalf("delete: %d %s", r.Status, r.Body)
 			}
-			if bytes.Contains(r.body, []byte(e.dir)) {
-				t.Fatalf("the answer names the data directory %s: %s", e.dir, r.body)
+			if bytes.Contains(r.Body, []byte(e.Dir)) {
+				t.Fatalf("the answer names the data directory %s: %s", e.Dir, r.Body)
 			}
 			_, err := os.Stat(filepath.Join(e.svc.assetDir(stuck), sourceFile))
 			if tc.left != (err == nil) {
@@ -92,18 +92,18 @@ func TestTeardownRetry(t *testing.T) {
 				t.Fatalf("assets left %d (%v), want left=%v", n, err, tc.left)
 			}
 			if tc.status != 502 {
-				if r := e.do(ownerKey, "GET", path, nil); r.status != 404 {
-					t.Fatalf("project after delete: %d %s", r.status, r.body)
+				if r := e.do(ownerKey, "GET", path, nil); r.Status != 404 {
+					t.Fatalf("project after delete: %d %s", r.Status, r.Body)
 				}
 				return
 			}
-			if r.code() != "teardown_incomplete" || !strings.Contains(string(r.body), "media asset "+stuck) {
-				t.Fatalf("delete answer: %s", r.body)
+			if r.Code() != "teardown_incomplete" || !strings.Contains(string(r.Body), "media asset "+stuck) {
+				t.Fatalf("delete answer: %s", r.Body)
 			}
 			var d projects.Detail
-			e.must(200, ownerKey, "GET", path, nil).json(t, &d)
+			e.must(200, ownerKey, "GET", path, nil).Decode(t, &d)
 			if d.Project.Status != projects.StatusTeardownFailed || !strings.Contains(d.Project.TeardownError, "media asset "+stuck) ||
-				strings.Contains(d.Project.TeardownError, e.dir) {
+				strings.Contains(d.Project.TeardownError, e.Dir) {
 				t.Fatalf("project %+v", d.Project)
 			}
 		})

@@ -55,18 +55,18 @@ func TestVideoUploadToPlayback(t *testing.T) {
 	src := clip(t, t.TempDir())
 	id, up := e.createVideo("Clip")
 
-	if r := e.upload(up, "file", src); r.status != 201 {
-		t.Fatalf("upload: %d %s", r.status, r.body)
+	if r := e.upload(up, "file", src); r.Status != 201 {
+		t.Fatalf("upload: %d %s", r.Status, r.Body)
 	}
 	if a := e.asset(id); a.Status != StatusProcessing || a.Size == 0 || a.PlaybackURL != "" {
 		t.Fatalf("after upload: %+v", a)
 	}
 	// A used URL is refused; no new URL once the file has arrived.
-	if r := e.upload(up, "file", src); r.status != 410 || r.code() != "upload_url_used" {
-		t.Fatalf("second upload: %d %s", r.status, r.body)
+	if r := e.upload(up, "file", src); r.Status != 410 || r.Code() != "upload_url_used" {
+		t.Fatalf("second upload: %d %s", r.Status, r.Body)
 	}
-	if r := e.do(ownerKey, "POST", "/api/media/"+id+"/upload", nil); r.status != 409 || r.code() != "file_received" {
-		t.Fatalf("fresh URL after file: %d %s", r.status, r.body)
+	if r := e.do(ownerKey, "POST", "/api/media/"+id+"/upload", nil); r.Status != 409 || r.Code() != "file_received" {
+		t.Fatalf("fresh URL after file: %d %s", r.Status, r.Body)
 	}
 	if err := e.svc.Process(context.Background(), id); err != nil {
 		t.Fatal(err)
@@ -80,20 +80,20 @@ func TestVideoUploadToPlayback(t *testing.T) {
 	// The master playlist names every rendition with bandwidth and size;
 	// each rendition parses, holds 2-6 s segments, and ffprobe reads them.
 	r := e.must(200, "", "GET", a.PlaybackURL, nil)
-	if ct := r.header.Get("Content-Type"); ct != "application/vnd.apple.mpegurl" || r.header.Get("Access-Control-Allow-Origin") != "*" {
-		t.Fatalf("master headers: %v", r.header)
+	if ct := r.Header.Get("Content-Type"); ct != "application/vnd.apple.mpegurl" || r.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Fatalf("master headers: %v", r.Header)
 	}
-	uris, _, tags := playlist(t, r.body)
-	if len(uris) != 2 || strings.Count(strings.Join(tags, "\n"), "#EXT-X-STREAM-INF:") != 2 || !strings.Contains(string(r.body), "RESOLUTION=") {
-		t.Fatalf("master:\n%s", r.body)
+	uris, _, tags := playlist(t, r.Body)
+	if len(uris) != 2 || strings.Count(strings.Join(tags, "\n"), "#EXT-X-STREAM-INF:") != 2 || !strings.Contains(string(r.Body), "RESOLUTION=") {
+		t.Fatalf("master:\n%s", r.Body)
 	}
 	base, _ := url.Parse(a.PlaybackURL)
 	for _, u := range uris {
 		ru, _ := base.Parse(u)
 		rr := e.must(200, "", "GET", ru.String(), nil)
-		segs, durs, tags := playlist(t, rr.body)
+		segs, durs, tags := playlist(t, rr.Body)
 		if len(segs) < 2 || !strings.Contains(strings.Join(tags, " "), "#EXT-X-ENDLIST") {
-			t.Fatalf("rendition %s:\n%s", u, rr.body)
+			t.Fatalf("rendition %s:\n%s", u, rr.Body)
 		}
 		for i, d := range durs {
 			if d > 6.1 || (d < 1.9 && i < len(durs)-1) {
@@ -102,11 +102,11 @@ func TestVideoUploadToPlayback(t *testing.T) {
 		}
 		su, _ := ru.Parse(segs[0])
 		sr := e.must(200, "", "GET", su.String(), nil)
-		if sr.header.Get("Content-Type") != "video/mp2t" || !strings.Contains(sr.header.Get("Cache-Control"), "immutable") {
-			t.Fatalf("segment headers: %v", sr.header)
+		if sr.Header.Get("Content-Type") != "video/mp2t" || !strings.Contains(sr.Header.Get("Cache-Control"), "immutable") {
+			t.Fatalf("segment headers: %v", sr.Header)
 		}
 		f := filepath.Join(t.TempDir(), "seg.ts")
-		os.WriteFile(f, sr.body, 0o644)
+		os.WriteFile(f, sr.Body, 0o644)
 		out, err := exec.Command("ffprobe", "-v", "error", "-print_format", "json", "-show_streams", f).Output()
 		if err != nil {
 			t.Fatalf("ffprobe segment: %v", err)
@@ -117,23 +117,23 @@ func TestVideoUploadToPlayback(t *testing.T) {
 			t.Fatalf("segment codecs %q", codecs)
 		}
 	}
-	if r := e.must(200, "", "GET", a.PosterURL, nil); r.header.Get("Content-Type") != "image/jpeg" || len(r.body) < 100 {
-		t.Fatalf("poster: %v %d", r.header, len(r.body))
+	if r := e.must(200, "", "GET", a.PosterURL, nil); r.Header.Get("Content-Type") != "image/jpeg" || len(r.Body) < 100 {
+		t.Fatalf("poster: %v %d", r.Header, len(r.Body))
 	}
 	// The source is gone once processed; only HLS is stored.
 	if _, err := os.Stat(filepath.Join(e.svc.assetDir(id), "source")); !os.IsNotExist(err) {
 		t.Fatalf("source kept: %v", err)
 	}
 	// Metered: minutes processed and stored bytes.
-	ws, from, to := e.owner.WorkspaceID, e.clock.Now().Add(-time.Hour), e.clock.Now().Add(time.Hour)
-	if m, _ := e.meter.Total(context.Background(), ws, e.project, MetricMinutesProcessed, from, to); m < 0.09 || m > 0.11 {
+	ws, from, to := e.Owner.WorkspaceID, e.Clock.Now().Add(-time.Hour), e.Clock.Now().Add(time.Hour)
+	if m, _ := e.Meter.Total(context.Background(), ws, e.project, MetricMinutesProcessed, from, to); m < 0.09 || m > 0.11 {
 		t.Fatalf("minutes processed %v", m)
 	}
-	if b, _ := e.meter.Total(context.Background(), ws, e.project, MetricStoredBytes, from, to); int64(b) != a.StoredBytes {
+	if b, _ := e.Meter.Total(context.Background(), ws, e.project, MetricStoredBytes, from, to); int64(b) != a.StoredBytes {
 		t.Fatalf("stored bytes metered %v, want %d", b, a.StoredBytes)
 	}
 	// The next day's storage is recorded once.
-	e.clock.Advance(24 * time.Hour)
+	e.Clock.Advance(24 * time.Hour)
 	for want := 1; want >= 0; want-- {
 		if n, err := e.svc.RecordStorage(context.Background()); err != nil || n != want {
 			t.Fatalf("RecordStorage = %d, %v; want %d", n, err, want)
@@ -193,8 +193,8 @@ func TestVideoFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id, up := e.createVideo(tc.name)
-			if r := e.upload(up, "file", tc.file); r.status != 201 {
-				t.Fatalf("upload: %d %s", r.status, r.body)
+			if r := e.upload(up, "file", tc.file); r.Status != 201 {
+				t.Fatalf("upload: %d %s", r.Status, r.Body)
 			}
 			if err := e.svc.Process(context.Background(), id); err != nil {
 				t.Fatal(err)
@@ -210,13 +210,13 @@ func TestVideoFailures(t *testing.T) {
 				t.Fatalf("failure %+v", a.Failure)
 			}
 			// The answer names no host path.
-			if r := e.must(200, ownerKey, "GET", "/api/media/"+id, nil); strings.Contains(string(r.body), e.dir) || strings.Contains(string(r.body), dir) {
-				t.Fatalf("asset names a host path: %s", r.body)
+			if r := e.must(200, ownerKey, "GET", "/api/media/"+id, nil); strings.Contains(string(r.Body), e.Dir) || strings.Contains(string(r.Body), dir) {
+				t.Fatalf("asset names a host path: %s", r.Body)
 			}
 			if _, err := os.Stat(e.svc.assetDir(id)); !os.IsNotExist(err) {
 				t.Fatalf("files kept after failure: %v", err)
 			}
-			if r := e.must(404, "", "GET", "/media/"+id+"/master.m3u8", nil); r.status != 404 {
+			if r := e.must(404, "", "GET", "/media/"+id+"/master.m3u8", nil); r.Status != 404 {
 				t.Fatal("playback of a failed video")
 			}
 		})

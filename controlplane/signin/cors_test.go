@@ -25,8 +25,8 @@ func TestCORS(t *testing.T) {
 	}
 	check := func(t *testing.T, r response, status int, code, allow string) {
 		t.Helper()
-		if r.status != status || (code != "" && r.code() != code) || r.header.Get("Access-Control-Allow-Origin") != allow {
-			t.Fatalf("%d %s %v; want %d %s with Access-Control-Allow-Origin %q", r.status, r.body, r.header, status, code, allow)
+		if r.Status != status || (code != "" && r.Code() != code) || r.Header.Get("Access-Control-Allow-Origin") != allow {
+			t.Fatalf("%d %s %v; want %d %s with Access-Control-Allow-Origin %q", r.Status, r.Body, r.Header, status, code, allow)
 		}
 	}
 
@@ -55,9 +55,9 @@ func TestCORS(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) { check(t, tt.do(), tt.status, tt.code, tt.allow) })
 	}
 	r := preflight(appOrigin, "POST", "")
-	if r.header.Get("Access-Control-Allow-Methods") != "GET, POST" || r.header.Get("Access-Control-Allow-Headers") != "Authorization, Content-Type" ||
-		r.header.Get("Access-Control-Allow-Credentials") != "" || r.header.Get("Vary") == "" {
-		t.Fatalf("preflight headers %v", r.header)
+	if r.Header.Get("Access-Control-Allow-Methods") != "GET, POST" || r.Header.Get("Access-Control-Allow-Headers") != "Authorization, Content-Type" ||
+		r.Header.Get("Access-Control-Allow-Credentials") != "" || r.Header.Get("Vary") == "" {
+		t.Fatalf("preflight headers %v", r.Header)
 	}
 
 	// allowedOrigins replaces the project's address.
@@ -81,7 +81,7 @@ func TestCORS(t *testing.T) {
 			check(t, preflight(tt.origin, "POST", ""), want, "", tt.allow)
 		})
 	}
-	if r := e.call("OPTIONS", "/api/auth/sip_nope/signin", nil, req{origin: appOrigin, header: map[string]string{"Access-Control-Request-Method": "POST"}}); r.status != 404 {
-		t.Fatalf("preflight of an unknown pool: %d", r.status)
+	if r := e.call("OPTIONS", "/api/auth/sip_nope/signin", nil, req{origin: appOrigin, header: map[string]string{"Access-Control-Request-Method": "POST"}}); r.Status != 404 {
+		t.Fatalf("preflight of an unknown pool: %d", r.Status)
 	}
 }

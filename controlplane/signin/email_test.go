@@ -17,12 +17,12 @@ func TestEmailVerification(t *testing.T) {
 	p := e.pool("customers", map[string]any{"requireEmailVerification": true, "allowedOrigins": []string{appOrigin}, "linkUrl": appOrigin + "/auth"})
 	first := e.endUser(p.ID, "POST", "/signup", Credentials{Email: "ada@example.com", Password: password}, "")
 	var a SignUpAnswer
-	first.decode(t, &a)
-	if first.status != 201 || a.Session != nil || !a.VerificationRequired {
-		t.Fatalf("sign-up: %d %s", first.status, first.body)
+	first.Decode(t, &a)
+	if first.Status != 201 || a.Session != nil || !a.VerificationRequired {
+		t.Fatalf("sign-up: %d %s", first.Status, first.Body)
 	}
 	msgs := e.mail.messages()
-	if len(msgs) != 1 || msgs[0].To != "ada@example.com" || msgs[0].Project != e.project || msgs[0].Workspace != e.owner.WorkspaceID ||
+	if len(msgs) != 1 || msgs[0].To != "ada@example.com" || msgs[0].Project != e.project || msgs[0].Workspace != e.Owner.WorkspaceID ||
 		msgs[0].Subject != "Confirm your e-mail address" || !strings.Contains(msgs[0].Body, appOrigin+"/auth?token=svcauthverify_") {
 		t.Fatalf("messages %+v", msgs)
 	}
@@ -33,17 +33,17 @@ func TestEmailVerification(t *testing.T) {
 	}
 	token := u.Query().Get("token")
 
-	if r := e.endUser(p.ID, "POST", "/signin", Credentials{Email: "ada@example.com", Password: password}, ""); r.status != 403 || r.code() != "email_not_verified" {
-		t.Fatalf("sign-in before verifying: %d %s", r.status, r.body)
+	if r := e.endUser(p.ID, "POST", "/signin", Credentials{Email: "ada@example.com", Password: password}, ""); r.Status != 403 || r.Code() != "email_not_verified" {
+		t.Fatalf("sign-in before verifying: %d %s", r.Status, r.Body)
 	}
 	var v UserAnswer
 	r := e.endUser(p.ID, "POST", "/verify", TokenRequest{Token: token}, "")
-	r.decode(t, &v)
-	if r.status != 200 || !v.User.EmailVerified {
-		t.Fatalf("verify: %d %s", r.status, r.body)
+	r.Decode(t, &v)
+	if r.Status != 200 || !v.User.EmailVerified {
+		t.Fatalf("verify: %d %s", r.Status, r.Body)
 	}
-	if r := e.endUser(p.ID, "POST", "/verify", TokenRequest{Token: token}, ""); r.status != 400 || r.code() != "invalid_token" {
-		t.Fatalf("a token used twice: %d %s", r.status, r.body)
+	if r := e.endUser(p.ID, "POST", "/verify", TokenRequest{Token: token}, ""); r.Status != 400 || r.Code() != "invalid_token" {
+		t.Fatalf("a token used twice: %d %s", r.Status, r.Body)
 	}
 	s := e.signIn(p.ID, "ada@example.com", password)
 	if !s.User.EmailVerified {
@@ -55,8 +55,8 @@ func TestEmailVerification(t *testing.T) {
 
 	// The taken address: the same answer, a note instead of a token.
 	again := e.endUser(p.ID, "POST", "/signup", Credentials{Email: "ada@example.com", Password: "another long password"}, "")
-	if again.status != first.status || !bytes.Equal(again.body, first.body) {
-		t.Fatalf("sign-up of a taken address: %d %s; a new one: %d %s", again.status, again.body, first.status, first.body)
+	if again.Status != first.Status || !bytes.Equal(again.Body, first.Body) {
+		t.Fatalf("sign-up of a taken address: %d %s; a new one: %d %s", again.Status, again.Body, first.Status, first.Body)
 	}
 	msgs = e.mail.messages()
 	if last := msgs[len(msgs)-1]; last.Subject != "You already have an account" || strings.Contains(last.Body, "svcauth") {
@@ -67,17 +67,17 @@ func TestEmailVerification(t *testing.T) {
 	// An unverified user asks again; a verification token of another pool
 	// and a reset token are not verification tokens here.
 	e.endUser(p.ID, "POST", "/signup", Credentials{Email: "bob@example.com", Password: password}, "")
-	if r := e.endUser(p.ID, "POST", "/verify/send", EmailRequest{Email: "bob@example.com"}, ""); r.status != 202 {
-		t.Fatalf("verify/send: %d %s", r.status, r.body)
+	if r := e.endUser(p.ID, "POST", "/verify/send", EmailRequest{Email: "bob@example.com"}, ""); r.Status != 202 {
+		t.Fatalf("verify/send: %d %s", r.Status, r.Body)
 	}
 	bob := e.mail.token(t, "bob@example.com")
 	other := e.pool("other", map[string]any{"requireEmailVerification": true})
-	if r := e.endUser(other.ID, "POST", "/verify", TokenRequest{Token: bob}, ""); r.status != 400 {
-		t.Fatalf("another pool's token: %d %s", r.status, r.body)
+	if r := e.endUser(other.ID, "POST", "/verify", TokenRequest{Token: bob}, ""); r.Status != 400 {
+		t.Fatalf("another pool's token: %d %s", r.Status, r.Body)
 	}
-	e.clock.Advance(VerifyTokenLifetime)
-	if r := e.endUser(p.ID, "POST", "/verify", TokenRequest{Token: bob}, ""); r.status != 400 || r.code() != "invalid_token" {
-		t.Fatalf("an expired token: %d %s", r.status, r.body)
+	e.Clock.Advance(VerifyTokenLifetime)
+	if r := e.endUser(p.ID, "POST", "/verify", TokenRequest{Token: bob}, ""); r.Status != 400 || r.Code() != "invalid_token" {
+		t.Fatalf("an expired token: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -92,8 +92,8 @@ func TestRecover(t *testing.T) {
 	s := e.signUp(p.ID, "ada@example.com")
 	known := e.endUser(p.ID, "POST", "/recover", EmailRequest{Email: "ada@example.com"}, "")
 	unknown := e.endUser(p.ID, "POST", "/recover", EmailRequest{Email: "nobody@example.com"}, "")
-	if known.status != 202 || unknown.status != 202 || !bytes.Equal(known.body, unknown.body) {
-		t.Fatalf("known %d %s; unknown %d %s", known.status, known.body, unknown.status, unknown.body)
+	if known.Status != 202 || unknown.Status != 202 || !bytes.Equal(known.Body, unknown.Body) {
+		t.Fatalf("known %d %s; unknown %d %s", known.Status, known.Body, unknown.Status, unknown.Body)
 	}
 	if msgs := e.mail.messages(); len(msgs) != 1 || msgs[0].To != "ada@example.com" || msgs[0].Subject != "Reset your password" {
 		t.Fatalf("messages %+v", msgs)
@@ -105,40 +105,40 @@ func TestRecover(t *testing.T) {
 	for range 3 {
 		e.endUser(p.ID, "POST", "/signin", Credentials{Email: "ada@example.com", Password: "wrong password"}, "")
 	}
-	if r := e.endUser(p.ID, "POST", "/recover/confirm", ResetRequest{Token: token, Password: "short"}, ""); r.status != 400 || r.code() != "weak_password" {
-		t.Fatalf("a weak new password: %d %s", r.status, r.body)
+	if r := e.endUser(p.ID, "POST", "/recover/confirm", ResetRequest{Token: token, Password: "short"}, ""); r.Status != 400 || r.Code() != "weak_password" {
+		t.Fatalf("a weak new password: %d %s", r.Status, r.Body)
 	}
 	var u UserAnswer
 	r := e.endUser(p.ID, "POST", "/recover/confirm", ResetRequest{Token: token, Password: "a brand new password"}, "")
-	r.decode(t, &u)
-	if r.status != 200 || !u.User.EmailVerified {
-		t.Fatalf("confirm: %d %s", r.status, r.body)
+	r.Decode(t, &u)
+	if r.Status != 200 || !u.User.EmailVerified {
+		t.Fatalf("confirm: %d %s", r.Status, r.Body)
 	}
-	if r := e.endUser(p.ID, "POST", "/recover/confirm", ResetRequest{Token: token, Password: "yet another password"}, ""); r.status != 400 || r.code() != "invalid_token" {
-		t.Fatalf("a reset token used twice: %d %s", r.status, r.body)
+	if r := e.endUser(p.ID, "POST", "/recover/confirm", ResetRequest{Token: token, Password: "yet another password"}, ""); r.Status != 400 || r.Code() != "invalid_token" {
+		t.Fatalf("a reset token used twice: %d %s", r.Status, r.Body)
 	}
-	if r := e.refreshOnce(p.ID, s.RefreshToken); r.status != 401 {
-		t.Fatalf("a session from before the reset: %d", r.status)
+	if r := e.refreshOnce(p.ID, s.RefreshToken); r.Status != 401 {
+		t.Fatalf("a session from before the reset: %d", r.Status)
 	}
-	if r := e.endUser(p.ID, "POST", "/signin", Credentials{Email: "ada@example.com", Password: password}, ""); r.status != 401 {
-		t.Fatalf("the old password: %d %s", r.status, r.body)
+	if r := e.endUser(p.ID, "POST", "/signin", Credentials{Email: "ada@example.com", Password: password}, ""); r.Status != 401 {
+		t.Fatalf("the old password: %d %s", r.Status, r.Body)
 	}
 	e.signIn(p.ID, "ada@example.com", "a brand new password") // the lockout ended with the reset
 
 	e.endUser(p.ID, "POST", "/recover", EmailRequest{Email: "ada@example.com"}, "")
 	late := e.mail.token(t, "ada@example.com")
-	e.clock.Advance(ResetTokenLifetime)
-	if r := e.endUser(p.ID, "POST", "/recover/confirm", ResetRequest{Token: late, Password: "a brand new password 2"}, ""); r.status != 400 {
-		t.Fatalf("an expired reset token: %d %s", r.status, r.body)
+	e.Clock.Advance(ResetTokenLifetime)
+	if r := e.endUser(p.ID, "POST", "/recover/confirm", ResetRequest{Token: late, Password: "a brand new password 2"}, ""); r.Status != 400 {
+		t.Fatalf("an expired reset token: %d %s", r.Status, r.Body)
 	}
 
 	// The cap per address: three messages an hour (two were sent), then
 	// nothing, answered alike.
-	e.clock.Advance(time.Hour)
+	e.Clock.Advance(time.Hour)
 	before := len(e.mail.messages())
 	for range 5 {
-		if r := e.endUser(p.ID, "POST", "/recover", EmailRequest{Email: "ada@example.com"}, ""); r.status != 202 || !bytes.Equal(r.body, unknown.body) {
-			t.Fatalf("over the cap: %d %s", r.status, r.body)
+		if r := e.endUser(p.ID, "POST", "/recover", EmailRequest{Email: "ada@example.com"}, ""); r.Status != 202 || !bytes.Equal(r.Body, unknown.Body) {
+			t.Fatalf("over the cap: %d %s", r.Status, r.Body)
 		}
 	}
 	if sent := len(e.mail.messages()) - before; sent != 3 {
@@ -161,19 +161,19 @@ func TestMailRefusals(t *testing.T) {
 		{"sign-up needing verification", "/signup", Credentials{Email: "ada@example.com", Password: password}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if r := e.endUser(p.ID, "POST", tt.path, tt.body, ""); r.status != 503 || r.code() != "mail_unavailable" {
-				t.Fatalf("%d %s", r.status, r.body)
+			if r := e.endUser(p.ID, "POST", tt.path, tt.body, ""); r.Status != 503 || r.Code() != "mail_unavailable" {
+				t.Fatalf("%d %s", r.Status, r.Body)
 			}
 		})
 	}
 	m := newEnv(t)
 	q := m.pool("customers", nil)
 	for i := range 10 {
-		if r := m.endUser(q.ID, "POST", "/recover", EmailRequest{Email: "ada@example.com"}, ""); r.status != 202 {
-			t.Fatalf("request %d: %d", i, r.status)
+		if r := m.endUser(q.ID, "POST", "/recover", EmailRequest{Email: "ada@example.com"}, ""); r.Status != 202 {
+			t.Fatalf("request %d: %d", i, r.Status)
 		}
 	}
-	if r := m.endUser(q.ID, "POST", "/recover", EmailRequest{Email: "bob@example.com"}, ""); r.status != 429 || r.code() != "too_many_attempts" || r.header.Get("Retry-After") == "" {
-		t.Fatalf("the eleventh request from one address in an hour: %d %s", r.status, r.body)
+	if r := m.endUser(q.ID, "POST", "/recover", EmailRequest{Email: "bob@example.com"}, ""); r.Status != 429 || r.Code() != "too_many_attempts" || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("the eleventh request from one address in an hour: %d %s", r.Status, r.Body)
 	}
 }

@@ -29,7 +29,7 @@ func TestSignUpSignIn(t *testing.T) {
 	if err != nil {
 		t.Fatalf("offline verification: %v", err)
 	}
-	now := e.clock.Now().Unix()
+	now := e.Clock.Now().Unix()
 	if claims["sub"] != s.User.ID || claims["aud"] != p.ID || claims["iss"] != baseURL+"/api/auth/"+p.ID || claims["email"] != "ada@example.com" ||
 		claims["iat"] != float64(now) || claims["exp"] != float64(now+DefaultAccessTokenSeconds) || claims["sid"] == "" {
 		t.Fatalf("claims %v", claims)
@@ -40,9 +40,9 @@ func TestSignUpSignIn(t *testing.T) {
 	}
 	var u UserAnswer
 	r := e.endUser(p.ID, "GET", "/user", nil, s.AccessToken)
-	r.decode(t, &u)
-	if r.status != 200 || u.User.ID != s.User.ID {
-		t.Fatalf("/user: %d %s", r.status, r.body)
+	r.Decode(t, &u)
+	if r.Status != 200 || u.User.ID != s.User.ID {
+		t.Fatalf("/user: %d %s", r.Status, r.Body)
 	}
 	if e.logins() != 1 {
 		t.Fatalf("logins after sign-up %v", e.logins())
@@ -57,8 +57,8 @@ func TestSignUpSignIn(t *testing.T) {
 
 	wrong := e.endUser(p.ID, "POST", "/signin", Credentials{Email: "ada@example.com", Password: "not the password"}, "")
 	unknown := e.endUser(p.ID, "POST", "/signin", Credentials{Email: "nobody@example.com", Password: "not the password"}, "")
-	if wrong.status != 401 || wrong.code() != "invalid_credentials" || !bytes.Equal(wrong.body, unknown.body) || unknown.status != wrong.status {
-		t.Fatalf("wrong password %d %s; unknown address %d %s", wrong.status, wrong.body, unknown.status, unknown.body)
+	if wrong.Status != 401 || wrong.Code() != "invalid_credentials" || !bytes.Equal(wrong.Body, unknown.Body) || unknown.Status != wrong.Status {
+		t.Fatalf("wrong password %d %s; unknown address %d %s", wrong.Status, wrong.Body, unknown.Status, unknown.Body)
 	}
 	if e.logins() != 2 {
 		t.Fatalf("failed sign-ins were metered: %v", e.logins())
@@ -79,13 +79,13 @@ func TestSignUpSignIn(t *testing.T) {
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
 			r := e.endUser(p.ID, "POST", tt.path, tt.body, "")
-			if r.status != tt.status || r.code() != tt.code {
-				t.Fatalf("%d %s, want %d %s", r.status, r.body, tt.status, tt.code)
+			if r.Status != tt.status || r.Code() != tt.code {
+				t.Fatalf("%d %s, want %d %s", r.Status, r.Body, tt.status, tt.code)
 			}
 		})
 	}
-	if r := e.endUser("sip_nope", "POST", "/signin", Credentials{Email: "ada@example.com", Password: password}, ""); r.status != 404 {
-		t.Fatalf("unknown pool: %d", r.status)
+	if r := e.endUser("sip_nope", "POST", "/signin", Credentials{Email: "ada@example.com", Password: password}, ""); r.Status != 404 {
+		t.Fatalf("unknown pool: %d", r.Status)
 	}
 }
 
@@ -96,20 +96,20 @@ func TestAccessTokenExpiry(t *testing.T) {
 	e := newEnv(t)
 	p := e.pool("customers", map[string]any{"accessTokenSeconds": 120})
 	s := e.signUp(p.ID, "ada@example.com")
-	if s.ExpiresIn != 120 || !s.ExpiresAt.Equal(e.clock.Now().Add(120*time.Second)) {
+	if s.ExpiresIn != 120 || !s.ExpiresAt.Equal(e.Clock.Now().Add(120*time.Second)) {
 		t.Fatalf("expiry %d %v", s.ExpiresIn, s.ExpiresAt)
 	}
-	e.clock.Advance(119 * time.Second)
-	if r := e.endUser(p.ID, "GET", "/user", nil, s.AccessToken); r.status != 200 {
-		t.Fatalf("before exp: %d %s", r.status, r.body)
+	e.Clock.Advance(119 * time.Second)
+	if r := e.endUser(p.ID, "GET", "/user", nil, s.AccessToken); r.Status != 200 {
+		t.Fatalf("before exp: %d %s", r.Status, r.Body)
 	}
 	if _, err := e.verifyOffline(p.ID, s.AccessToken); err != nil {
 		t.Fatalf("before exp offline: %v", err)
 	}
-	e.clock.Advance(time.Second)
+	e.Clock.Advance(time.Second)
 	r := e.endUser(p.ID, "GET", "/user", nil, s.AccessToken)
-	if r.status != 401 || r.code() != "invalid_token" || !strings.Contains(r.header.Get("WWW-Authenticate"), `error="invalid_token"`) {
-		t.Fatalf("at exp: %d %s %v", r.status, r.body, r.header)
+	if r.Status != 401 || r.Code() != "invalid_token" || !strings.Contains(r.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+		t.Fatalf("at exp: %d %s %v", r.Status, r.Body, r.Header)
 	}
 	if _, err := e.verifyOffline(p.ID, s.AccessToken); err == nil {
 		t.Fatal("offline verifier accepted an expired token")
@@ -117,12 +117,12 @@ func TestAccessTokenExpiry(t *testing.T) {
 	// The refresh token still works, and the new access token lives again.
 	var n Session
 	r = e.endUser(p.ID, "POST", "/token/refresh", RefreshRequest{RefreshToken: s.RefreshToken}, "")
-	r.decode(t, &n)
-	if r.status != 200 {
-		t.Fatalf("refresh: %d %s", r.status, r.body)
+	r.Decode(t, &n)
+	if r.Status != 200 {
+		t.Fatalf("refresh: %d %s", r.Status, r.Body)
 	}
-	if r := e.endUser(p.ID, "GET", "/user", nil, n.AccessToken); r.status != 200 {
-		t.Fatalf("refreshed token: %d %s", r.status, r.body)
+	if r := e.endUser(p.ID, "GET", "/user", nil, n.AccessToken); r.Status != 200 {
+		t.Fatalf("refreshed token: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -144,7 +144,7 @@ func TestAccessTokenRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	claims := func(pool, sub, sid string) Claims {
-		now := e.clock.Now()
+		now := e.Clock.Now()
 		return Claims{Issuer: baseURL + "/api/auth/" + pool, Audience: pool, Subject: sub, SessionID: sid, IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Minute).Unix()}
 	}
 	pa, err := parseToken(sa.AccessToken)
@@ -174,8 +174,8 @@ func TestAccessTokenRefusals(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := e.endUser(a.ID, "GET", "/user", nil, tt.token)
-			if r.status != 401 || r.code() != "invalid_token" {
-				t.Fatalf("%d %s", r.status, r.body)
+			if r.Status != 401 || r.Code() != "invalid_token" {
+				t.Fatalf("%d %s", r.Status, r.Body)
 			}
 		})
 	}
@@ -183,11 +183,11 @@ func TestAccessTokenRefusals(t *testing.T) {
 		t.Fatal("an offline verifier of pool a accepted pool b's token")
 	}
 	// Refresh tokens are per pool too.
-	if r := e.endUser(a.ID, "POST", "/token/refresh", RefreshRequest{RefreshToken: sb.RefreshToken}, ""); r.status != 401 || r.code() != "invalid_refresh_token" {
-		t.Fatalf("b's refresh token at a: %d %s", r.status, r.body)
+	if r := e.endUser(a.ID, "POST", "/token/refresh", RefreshRequest{RefreshToken: sb.RefreshToken}, ""); r.Status != 401 || r.Code() != "invalid_refresh_token" {
+		t.Fatalf("b's refresh token at a: %d %s", r.Status, r.Body)
 	}
-	if r := e.endUser(b.ID, "POST", "/token/refresh", RefreshRequest{RefreshToken: sb.RefreshToken}, ""); r.status != 200 {
-		t.Fatalf("b's refresh token at b after the refusal at a: %d %s", r.status, r.body)
+	if r := e.endUser(b.ID, "POST", "/token/refresh", RefreshRequest{RefreshToken: sb.RefreshToken}, ""); r.Status != 200 {
+		t.Fatalf("b's refresh token at b after the refusal at a: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -198,7 +198,7 @@ func TestDisabledUser(t *testing.T) {
 	p := e.pool("customers", nil)
 	s := e.signUp(p.ID, "ada@example.com")
 	var u UserAnswer
-	e.must(200, "PATCH", "/api/auth-pools/"+p.ID+"/users/"+s.User.ID, map[string]any{"disabled": true}).decode(t, &u)
+	e.must(200, "PATCH", "/api/auth-pools/"+p.ID+"/users/"+s.User.ID, map[string]any{"disabled": true}).Decode(t, &u)
 	if !u.User.Disabled {
 		t.Fatalf("not disabled: %+v", u)
 	}
@@ -215,13 +215,13 @@ func TestDisabledUser(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := e.endUser(p.ID, tt.method, tt.path, tt.body, tt.bearer)
-			if r.status != tt.status || r.code() != tt.code {
-				t.Fatalf("%d %s, want %d %s", r.status, r.body, tt.status, tt.code)
+			if r.Status != tt.status || r.Code() != tt.code {
+				t.Fatalf("%d %s, want %d %s", r.Status, r.Body, tt.status, tt.code)
 			}
 		})
 	}
-	if r := e.endUser(p.ID, "POST", "/signin", Credentials{Email: "ada@example.com", Password: "wrong password"}, ""); r.status != 401 {
-		t.Fatalf("a disabled user's wrong password: %d %s", r.status, r.body)
+	if r := e.endUser(p.ID, "POST", "/signin", Credentials{Email: "ada@example.com", Password: "wrong password"}, ""); r.Status != 401 {
+		t.Fatalf("a disabled user's wrong password: %d %s", r.Status, r.Body)
 	}
 	e.must(200, "PATCH", "/api/auth-pools/"+p.ID+"/users/"+s.User.ID, map[string]any{"disabled": false})
 	e.signIn(p.ID, "ada@example.com", password)
@@ -237,7 +237,7 @@ func TestUserLimit(t *testing.T) {
 	for i := range 4 {
 		last = e.signUp(p.ID, "user"+string(rune('a'+i))+"@example.com")
 	}
-	items, err := e.svc.Attention(t.Context(), e.owner.WorkspaceID)
+	items, err := e.svc.Attention(t.Context(), e.Owner.WorkspaceID)
 	if err != nil || len(items) != 1 || items[0].Severity != usage.Warning || items[0].ProjectID != e.project || !strings.Contains(items[0].Reason, "4 of 5 users") {
 		t.Fatalf("near the cap: %v %+v", err, items)
 	}
@@ -250,22 +250,22 @@ func TestUserLimit(t *testing.T) {
 			Limit   int    `json:"limit"`
 		} `json:"error"`
 	}
-	r.decode(t, &body)
-	if r.status != 403 || body.Error.Code != "user_limit" || body.Error.Limit != 5 || !strings.Contains(body.Error.Message, "limit of 5 users") {
-		t.Fatalf("sixth user: %d %s", r.status, r.body)
+	r.Decode(t, &body)
+	if r.Status != 403 || body.Error.Code != "user_limit" || body.Error.Limit != 5 || !strings.Contains(body.Error.Message, "limit of 5 users") {
+		t.Fatalf("sixth user: %d %s", r.Status, r.Body)
 	}
-	items, _ = e.svc.Attention(t.Context(), e.owner.WorkspaceID)
+	items, _ = e.svc.Attention(t.Context(), e.Owner.WorkspaceID)
 	if len(items) != 1 || items[0].Severity != usage.Critical {
 		t.Fatalf("at the cap: %+v", items)
 	}
 	var pa PoolAnswer
-	e.must(200, "GET", "/api/auth-pools/"+p.ID, nil).decode(t, &pa)
+	e.must(200, "GET", "/api/auth-pools/"+p.ID, nil).Decode(t, &pa)
 	if pa.Pool.UserCount != 5 || pa.Pool.UserLimit != 5 {
 		t.Fatalf("count %d limit %d", pa.Pool.UserCount, pa.Pool.UserLimit)
 	}
 	e.must(200, "DELETE", "/api/auth-pools/"+p.ID+"/users/"+last.User.ID, nil)
 	e.signUp(p.ID, "userf@example.com")
-	if r := e.endUser(p.ID, "GET", "/user", nil, last.AccessToken); r.status != 401 {
-		t.Fatalf("a deleted user's token: %d %s", r.status, r.body)
+	if r := e.endUser(p.ID, "GET", "/user", nil, last.AccessToken); r.Status != 401 {
+		t.Fatalf("a deleted user's token: %d %s", r.Status, r.Body)
 	}
 }

@@ -1,19 +1,13 @@
 package signin
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -23,15 +17,11 @@ import (
 
 	"github.com/svcplatform/platform/controlplane/accounts"
 	"github.com/svcplatform/platform/controlplane/api"
-	"github.com/svcplatform/platform/controlplane/audit"
 	"github.com/svcplatform/platform/controlplane/auth"
-	"github.com/svcplatform/platform/controlplane/clock"
+	"github.com/svcplatform/platform/controlplane/internal/areatest"
 	"github.com/svcplatform/platform/controlplane/metering"
 	"github.com/svcplatform/platform/controlplane/plans"
-	"github.com/svcplatform/platform/controlplane/projects"
 	"github.com/svcplatform/platform/controlplane/ratelimit"
-	"github.com/svcplatform/platform/controlplane/seal"
-	"github.com/svcplatform/platform/controlplane/store"
 	"github.com/svcplatform/platform/controlplane/store/pgtest"
 	"github.com/svcplatform/platform/internal/passhash"
 )
@@ -39,18 +29,8 @@ import (
 // TestMain stops the PostgreSQL server of PLATFORM_TEST_STORE=postgres runs.
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// storeDSN is the metadata store of a test: the SQLite file path, or under
-// PLATFORM_TEST_STORE=postgres a fresh PostgreSQL database.
-func storeDSN(t testing.TB, path string) string {
-	t.Helper()
-	if os.Getenv("PLATFORM_TEST_STORE") == "postgres" {
-		return pgtest.MigratedDSN(t)
-	}
-	return path
-}
-
 const (
-	ownerKey = "test-owner-key-0123456789abcdef"
+	ownerKey = areatest.OwnerKey
 	baseURL  = "https://api.test"
 	// appOrigin is the test project's own address (apps domain apps.test).
 	appOrigin = "https://shop.apps.test"
@@ -58,7 +38,7 @@ const (
 )
 
 // fastHash keeps argon2id cheap in tests.
-var fastHash = passhash.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}
+var fastHash = areatest.FastHash
 
 // fakeMailer keeps what it is asked to send.
 type fakeMailer struct {
@@ -109,20 +89,13 @@ type options struct {
 
 // env is the area on a real socket over the core services.
 type env struct {
-	t        testing.TB
-	dir      string
-	db       *store.DB
-	clock    *clock.Fake
-	accounts *accounts.Service
-	projects *projects.Service
-	meter    *metering.Meter
-	sealer   *seal.Sealer
-	limiter  ratelimit.Limiter
-	mail     *fakeMailer
-	svc      *Service
-	srv      *httptest.Server
-	owner    *auth.Principal
-	project  string
+	*areatest.Core
+	t       testing.TB
+	limiter ratelimit.Limiter
+	mail    *fakeMailer
+	svc     *Service
+	srv     *httptest.Server
+	project string
 }
 
 func newEnv(t testing.TB, opts ...options) *env {
@@ -134,71 +107,29 @@ func newEnv(t testing.TB, opts ...options) *env {
 	if o.plan == "" {
 		o.plan = plans.Pro
 	}
-	ctx := context.Background()
-	e := &env{t: t, dir: t.TempDir(), clock: clock.NewFake(time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)), mail: &fakeMailer{}}
-	var err error
-	if e.db, err = store.Open(ctx, storeDSN(t, filepath.Join(e.dir, "platform.db"))); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.db.Close() })
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	lg := audit.New(e.db, e.clock)
-	e.meter = metering.New(e.db, e.clock)
-	if e.accounts, err = accounts.New(ctx, accounts.Config{}, accounts.Deps{DB: e.db, Clock: e.clock, Audit: lg, Logger: logger}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.accounts.Close() })
-	e.accounts.SetHashParams(fastHash)
-	if e.sealer, err = seal.LoadOrCreate(filepath.Join(e.dir, "seal.key")); err != nil {
-		t.Fatal(err)
-	}
-	if e.projects, err = projects.New(projects.Config{AppsDomain: "apps.test"}, projects.Deps{DB: e.db, Clock: e.clock, Audit: lg, Meter: e.meter, Sealer: e.sealer}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.accounts.EnsureBootstrap(ctx, accounts.BootstrapConfig{WorkspaceName: "Test", OwnerEmail: "owner@example.com", Plan: o.plan, Key: ownerKey}); err != nil {
-		t.Fatal(err)
-	}
-	e.owner = e.principal(ownerKey)
-	e.project = e.newProject("shop")
-	e.limiter = ratelimit.For(e.db, e.clock)
+	e := &env{Core: areatest.NewCore(t, o.plan), t: t, mail: &fakeMailer{}}
+	e.project = e.NewProject("shop")
+	e.limiter = ratelimit.For(e.DB, e.Clock)
 	cfg := o.cfg
 	cfg.BaseURL = baseURL
 	if cfg.Hash == (passhash.Params{}) {
 		cfg.Hash = fastHash
 	}
-	d := Deps{DB: e.db, Clock: e.clock, Audit: lg, Meter: e.meter, Sealer: e.sealer, Projects: e.projects, Plans: e.accounts,
+	logger := areatest.Discard()
+	d := Deps{DB: e.DB, Clock: e.Clock, Audit: e.Audit, Meter: e.Meter, Sealer: e.Sealer, Projects: e.Projects, Plans: e.Accounts,
 		Limiter: e.limiter, Mailer: e.mail, Logger: logger}
 	if o.noMailer {
 		d.Mailer = nil
 	}
+	var err error
 	if e.svc, err = New(cfg, d); err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	api.Mount(mux, Routes(Handlers{S: e.svc}), api.MountOptions{Authn: e.accounts, Log: logger})
+	api.Mount(mux, Routes(Handlers{S: e.svc}), api.MountOptions{Authn: e.Accounts, Log: logger})
 	e.srv = httptest.NewServer(mux)
 	t.Cleanup(e.srv.Close)
 	return e
-}
-
-func (e *env) principal(key string) *auth.Principal {
-	e.t.Helper()
-	r, _ := http.NewRequest("GET", "/", nil)
-	r.Header.Set("Authorization", "Bearer "+key)
-	p, err := e.accounts.Authenticate(r)
-	if err != nil || p == nil {
-		e.t.Fatalf("authenticate: %v", err)
-	}
-	return p
-}
-
-func (e *env) newProject(name string) string {
-	e.t.Helper()
-	p, err := e.projects.Create(context.Background(), e.owner, projects.CreateRequest{Name: name})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return p.ID
 }
 
 // memberKey makes a member of role and a key of theirs (access full or
@@ -206,46 +137,24 @@ func (e *env) newProject(name string) string {
 func (e *env) memberKey(email string, role auth.Role, access, project string) string {
 	e.t.Helper()
 	ctx := context.Background()
-	inv, err := e.accounts.Invite(ctx, e.owner, accounts.InviteRequest{Email: email, Role: role})
+	inv, err := e.Accounts.Invite(ctx, e.Owner, accounts.InviteRequest{Email: email, Role: role})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	m, err := e.accounts.Accept(ctx, accounts.AcceptRequest{Token: inv.Token, Password: "a long member password"})
+	m, err := e.Accounts.Accept(ctx, accounts.AcceptRequest{Token: inv.Token, Password: "a long member password"})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	p := &auth.Principal{WorkspaceID: e.owner.WorkspaceID, MemberID: m.ID, Role: m.Role, Session: true}
-	k, err := e.accounts.CreateKey(ctx, p, accounts.CreateKeyRequest{Name: "test", Access: access, ProjectID: project}, e.projects.Exists)
+	p := &auth.Principal{WorkspaceID: e.Owner.WorkspaceID, MemberID: m.ID, Role: m.Role, Session: true}
+	k, err := e.Accounts.CreateKey(ctx, p, accounts.CreateKeyRequest{Name: "test", Access: access, ProjectID: project}, e.Projects.Exists)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return k.Secret
 }
 
-// response is an answer.
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r response) decode(t testing.TB, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.body, v); err != nil {
-		t.Fatalf("decode %s: %v", r.body, err)
-	}
-}
-
-// code is the error code of an error answer.
-func (r response) code() string {
-	var b struct {
-		Error struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	json.Unmarshal(r.body, &b)
-	return b.Error.Code
-}
+// response is an answer of the test server.
+type response = areatest.Response
 
 // req describes one call: headers beyond the body.
 type req struct {
@@ -257,51 +166,24 @@ type req struct {
 
 func (e *env) call(method, path string, body any, rq req) response {
 	e.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		rd = bytes.NewReader(data)
-	}
-	r, err := http.NewRequest(method, e.srv.URL+path, rd)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if rq.key != "" {
-		r.Header.Set("Authorization", "Bearer "+rq.key)
-	}
+	key := rq.key
 	if rq.bearer != "" {
-		r.Header.Set("Authorization", "Bearer "+rq.bearer)
+		key = rq.bearer
 	}
+	var header []string
 	if rq.origin != "" {
-		r.Header.Set("Origin", rq.origin)
+		header = append(header, "Origin", rq.origin)
 	}
 	for k, v := range rq.header {
-		r.Header.Set(k, v)
+		header = append(header, k, v)
 	}
-	resp, err := e.srv.Client().Do(r)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return response{resp.StatusCode, resp.Header, data}
+	return areatest.Call(e.t, e.srv, key, method, path, body, header...)
 }
 
 // must calls as the owner and fails unless the status is want.
 func (e *env) must(want int, method, path string, body any) response {
 	e.t.Helper()
-	r := e.call(method, path, body, req{key: ownerKey})
-	if r.status != want {
-		e.t.Fatalf("%s %s: %d, want %d: %s", method, path, r.status, want, r.body)
-	}
-	return r
+	return areatest.Must(e.t, want, e.srv, ownerKey, method, path, body)
 }
 
 // pool creates a pool in the env's project with settings and returns it.
@@ -312,7 +194,7 @@ func (e *env) pool(name string, settings map[string]any) Pool {
 		body["settings"] = settings
 	}
 	var a PoolAnswer
-	e.must(http.StatusCreated, "POST", "/api/projects/"+e.project+"/auth-pools", body).decode(e.t, &a)
+	e.must(http.StatusCreated, "POST", "/api/projects/"+e.project+"/auth-pools", body).Decode(e.t, &a)
 	return a.Pool
 }
 
@@ -326,13 +208,13 @@ func (e *env) endUser(pool, method, path string, body any, bearer string) respon
 func (e *env) signUp(pool, email string) Session {
 	e.t.Helper()
 	r := e.endUser(pool, "POST", "/signup", Credentials{Email: email, Password: password}, "")
-	if r.status != http.StatusCreated {
-		e.t.Fatalf("sign up %s: %d %s", email, r.status, r.body)
+	if r.Status != http.StatusCreated {
+		e.t.Fatalf("sign up %s: %d %s", email, r.Status, r.Body)
 	}
 	var a SignUpAnswer
-	r.decode(e.t, &a)
+	r.Decode(e.t, &a)
 	if a.Session == nil {
-		e.t.Fatalf("sign up %s: no session: %s", email, r.body)
+		e.t.Fatalf("sign up %s: no session: %s", email, r.Body)
 	}
 	return *a.Session
 }
@@ -341,11 +223,11 @@ func (e *env) signUp(pool, email string) Session {
 func (e *env) signIn(pool, email, pw string) Session {
 	e.t.Helper()
 	r := e.endUser(pool, "POST", "/signin", Credentials{Email: email, Password: pw}, "")
-	if r.status != http.StatusOK {
-		e.t.Fatalf("sign in %s: %d %s", email, r.status, r.body)
+	if r.Status != http.StatusOK {
+		e.t.Fatalf("sign in %s: %d %s", email, r.Status, r.Body)
 	}
 	var s Session
-	r.decode(e.t, &s)
+	r.Decode(e.t, &s)
 	return s
 }
 
@@ -353,11 +235,11 @@ func (e *env) signIn(pool, email, pw string) Session {
 func (e *env) jwks(pool string) JWKS {
 	e.t.Helper()
 	r := e.call("GET", "/api/auth/"+pool+"/.well-known/jwks.json", nil, req{})
-	if r.status != http.StatusOK {
-		e.t.Fatalf("jwks: %d %s", r.status, r.body)
+	if r.Status != http.StatusOK {
+		e.t.Fatalf("jwks: %d %s", r.Status, r.Body)
 	}
 	var k JWKS
-	r.decode(e.t, &k)
+	r.Decode(e.t, &k)
 	return k
 }
 
@@ -390,15 +272,15 @@ func (e *env) verifyOffline(pool, token string) (jwt.MapClaims, error) {
 		}
 		return nil, fmt.Errorf("kid %q is not in the JWKS", kid)
 	}, jwt.WithValidMethods([]string{"ES256"}), jwt.WithIssuer(baseURL+"/api/auth/"+pool), jwt.WithAudience(pool),
-		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithTimeFunc(e.clock.Now))
+		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithTimeFunc(e.Clock.Now))
 	return claims, err
 }
 
 // logins is the workspace's end_user_logins today.
 func (e *env) logins() float64 {
 	e.t.Helper()
-	day := e.clock.Now().Truncate(24 * time.Hour)
-	n, err := e.meter.Total(context.Background(), e.owner.WorkspaceID, "", metering.EndUserLogins, day, day.Add(24*time.Hour))
+	day := e.Clock.Now().Truncate(24 * time.Hour)
+	n, err := e.Meter.Total(context.Background(), e.Owner.WorkspaceID, "", metering.EndUserLogins, day, day.Add(24*time.Hour))
 	if err != nil {
 		e.t.Fatal(err)
 	}

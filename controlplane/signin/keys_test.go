@@ -39,10 +39,10 @@ func TestKeyRotation(t *testing.T) {
 	e.must(200, "PATCH", "/api/auth-pools/"+p.ID, map[string]any{"settings": map[string]any{"accessTokenSeconds": 300}})
 
 	var a PoolAnswer
-	e.must(200, "POST", "/api/auth-pools/"+p.ID+"/keys/rotate", nil).decode(t, &a)
+	e.must(200, "POST", "/api/auth-pools/"+p.ID+"/keys/rotate", nil).Decode(t, &a)
 	keys := a.Pool.Keys
 	if len(keys) != 3 || keys[0].Kid != k2 || keys[0].State != keyCurrent || keys[1].State != keyNext || keys[2].Kid != k1 || keys[2].State != keyRetired ||
-		keys[2].PublishedUntil == nil || !keys[2].PublishedUntil.Equal(e.clock.Now().Add(900*time.Second+clockSkew)) {
+		keys[2].PublishedUntil == nil || !keys[2].PublishedUntil.Equal(e.Clock.Now().Add(900*time.Second+clockSkew)) {
 		t.Fatalf("after rotation %+v", keys)
 	}
 	k3 := keys[1].Kid
@@ -52,14 +52,14 @@ func TestKeyRotation(t *testing.T) {
 	if s2 := e.signIn(p.ID, "ada@example.com", password); kidOf(t, s2.AccessToken) != k2 {
 		t.Fatal("a new token is not signed by the new current key")
 	}
-	e.clock.Advance(899 * time.Second)
+	e.Clock.Advance(899 * time.Second)
 	if _, err := e.verifyOffline(p.ID, s.AccessToken); err != nil {
 		t.Fatalf("the old key's token offline: %v", err)
 	}
-	if r := e.endUser(p.ID, "GET", "/user", nil, s.AccessToken); r.status != 200 {
-		t.Fatalf("the old key's token at /user: %d %s", r.status, r.body)
+	if r := e.endUser(p.ID, "GET", "/user", nil, s.AccessToken); r.Status != 200 {
+		t.Fatalf("the old key's token at /user: %d %s", r.Status, r.Body)
 	}
-	e.clock.Advance(time.Second + clockSkew)
+	e.Clock.Advance(time.Second + clockSkew)
 	if err := e.svc.Sweep(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -76,13 +76,13 @@ func TestKeyRevoke(t *testing.T) {
 	p := e.pool("customers", nil)
 	s := e.signUp(p.ID, "ada@example.com")
 	var a PoolAnswer
-	e.must(200, "POST", "/api/auth-pools/"+p.ID+"/keys/rotate", map[string]any{"revokePrevious": true}).decode(t, &a)
+	e.must(200, "POST", "/api/auth-pools/"+p.ID+"/keys/rotate", map[string]any{"revokePrevious": true}).Decode(t, &a)
 	got := kids(e.jwks(p.ID))
 	if len(got) != 2 || slices.Contains(got, p.Keys[0].Kid) || slices.Contains(got, p.Keys[1].Kid) {
 		t.Fatalf("jwks after revoking %v (was %v)", got, p.Keys)
 	}
-	if r := e.endUser(p.ID, "GET", "/user", nil, s.AccessToken); r.status != 401 {
-		t.Fatalf("a revoked key's token at /user: %d", r.status)
+	if r := e.endUser(p.ID, "GET", "/user", nil, s.AccessToken); r.Status != 401 {
+		t.Fatalf("a revoked key's token at /user: %d", r.Status)
 	}
 	if _, err := e.verifyOffline(p.ID, s.AccessToken); err == nil || !strings.Contains(err.Error(), "not in the JWKS") {
 		t.Fatalf("a revoked key's token offline: %v", err)
@@ -90,9 +90,9 @@ func TestKeyRevoke(t *testing.T) {
 	// The session itself goes on: a refresh signs with the new key.
 	var n Session
 	r := e.refreshOnce(p.ID, s.RefreshToken)
-	r.decode(t, &n)
-	if r.status != 200 || kidOf(t, n.AccessToken) != a.Pool.Keys[0].Kid {
-		t.Fatalf("refresh after revoking: %d %s", r.status, r.body)
+	r.Decode(t, &n)
+	if r.Status != 200 || kidOf(t, n.AccessToken) != a.Pool.Keys[0].Kid {
+		t.Fatalf("refresh after revoking: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -101,20 +101,20 @@ func TestKeyRevoke(t *testing.T) {
 func TestKeyRotationSweep(t *testing.T) {
 	e := newEnv(t, options{cfg: Config{KeyRotateEvery: 48 * time.Hour}})
 	p := e.pool("customers", nil)
-	e.clock.Advance(47 * time.Hour)
+	e.Clock.Advance(47 * time.Hour)
 	young := e.pool("young", nil)
-	e.clock.Advance(time.Hour)
+	e.Clock.Advance(time.Hour)
 	for range 2 {
 		if err := e.svc.Sweep(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var a PoolAnswer
-	e.must(200, "GET", "/api/auth-pools/"+p.ID, nil).decode(t, &a)
+	e.must(200, "GET", "/api/auth-pools/"+p.ID, nil).Decode(t, &a)
 	if a.Pool.Keys[0].Kid != p.Keys[1].Kid || len(a.Pool.Keys) != 3 {
 		t.Fatalf("after the sweep %+v, want %s current", a.Pool.Keys, p.Keys[1].Kid)
 	}
-	e.must(200, "GET", "/api/auth-pools/"+young.ID, nil).decode(t, &a)
+	e.must(200, "GET", "/api/auth-pools/"+young.ID, nil).Decode(t, &a)
 	if a.Pool.Keys[0].Kid != young.Keys[0].Kid {
 		t.Fatal("a young key was rotated")
 	}
@@ -126,15 +126,15 @@ func TestJWKSAnswer(t *testing.T) {
 	e := newEnv(t)
 	p := e.pool("customers", nil)
 	r := e.call("GET", "/api/auth/"+p.ID+"/.well-known/jwks.json", nil, req{origin: "https://anywhere.example"})
-	if r.status != http.StatusOK || r.header.Get("Access-Control-Allow-Origin") != "*" || r.header.Get("Cache-Control") != "public, max-age=300" ||
-		r.header.Get("Content-Type") != "application/jwk-set+json" {
-		t.Fatalf("%d %v", r.status, r.header)
+	if r.Status != http.StatusOK || r.Header.Get("Access-Control-Allow-Origin") != "*" || r.Header.Get("Cache-Control") != "public, max-age=300" ||
+		r.Header.Get("Content-Type") != "application/jwk-set+json" {
+		t.Fatalf("%d %v", r.Status, r.Header)
 	}
-	if strings.Contains(string(r.body), `"d"`) {
-		t.Fatalf("a private part in the JWKS: %s", r.body)
+	if strings.Contains(string(r.Body), `"d"`) {
+		t.Fatalf("a private part in the JWKS: %s", r.Body)
 	}
 	var k JWKS
-	r.decode(t, &k)
+	r.Decode(t, &k)
 	for _, j := range k.Keys {
 		if j.Kty != "EC" || j.Crv != "P-256" || j.Alg != "ES256" || j.Use != "sig" || len(j.X) != 43 || len(j.Y) != 43 {
 			t.Fatalf("jwk %+v", j)

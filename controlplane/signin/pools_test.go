@@ -41,14 +41,14 @@ func TestPoolLifecycle(t *testing.T) {
 	}
 
 	var list PoolList
-	e.must(200, "GET", "/api/projects/"+e.project+"/auth-pools", nil).decode(t, &list)
+	e.must(200, "GET", "/api/projects/"+e.project+"/auth-pools", nil).Decode(t, &list)
 	if len(list.Pools) != 1 || list.Pools[0].ID != p.ID {
 		t.Fatalf("list %+v", list)
 	}
 	var a PoolAnswer
 	e.must(200, "PATCH", "/api/auth-pools/"+p.ID, map[string]any{"name": "members", "settings": map[string]any{
 		"allowedOrigins": []string{"https://App.Example.com", "http://localhost:3000", "https://app.example.com/"}, "accessTokenSeconds": 300,
-		"lockoutThreshold": 5, "requireEmailVerification": true, "linkUrl": "https://app.example.com/auth?x=1"}}).decode(t, &a)
+		"lockoutThreshold": 5, "requireEmailVerification": true, "linkUrl": "https://app.example.com/auth?x=1"}}).Decode(t, &a)
 	st := a.Pool.Settings
 	if a.Pool.Name != "members" || !slices.Equal(st.AllowedOrigins, []string{"https://app.example.com", "http://localhost:3000"}) ||
 		st.AccessTokenSeconds != 300 || st.LockoutThreshold != 5 || !st.RequireEmailVerification || st.LinkURL != "https://app.example.com/auth?x=1" ||
@@ -76,42 +76,42 @@ func TestPoolLifecycle(t *testing.T) {
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
 			r := e.call("PATCH", "/api/auth-pools/"+p.ID, tt.body, req{key: ownerKey})
-			if r.status != 400 || r.code() != tt.code {
-				t.Fatalf("%d %s, want 400 %s", r.status, r.body, tt.code)
+			if r.Status != 400 || r.Code() != tt.code {
+				t.Fatalf("%d %s, want 400 %s", r.Status, r.Body, tt.code)
 			}
 		})
 	}
 	var again PoolAnswer
-	e.must(200, "GET", "/api/auth-pools/"+p.ID, nil).decode(t, &again)
+	e.must(200, "GET", "/api/auth-pools/"+p.ID, nil).Decode(t, &again)
 	if again.Pool.Settings.AccessTokenSeconds != 300 || again.Pool.Settings.LockoutThreshold != 5 || again.Pool.Name != "members" {
 		t.Fatalf("a refused change was stored: %+v", again.Pool)
 	}
 
 	// Empty allowedOrigins goes back to the project's address, which the
 	// link is not on any more: refused until the link goes too.
-	if r := e.call("PATCH", "/api/auth-pools/"+p.ID, `{"settings":{"allowedOrigins":[]}}`, req{key: ownerKey}); r.status != 400 || r.code() != "invalid_setting" {
-		t.Fatalf("dropping the link's origin: %d %s", r.status, r.body)
+	if r := e.call("PATCH", "/api/auth-pools/"+p.ID, `{"settings":{"allowedOrigins":[]}}`, req{key: ownerKey}); r.Status != 400 || r.Code() != "invalid_setting" {
+		t.Fatalf("dropping the link's origin: %d %s", r.Status, r.Body)
 	}
-	e.must(200, "PATCH", "/api/auth-pools/"+p.ID, `{"settings":{"allowedOrigins":[],"linkUrl":"","requireEmailVerification":false}}`).decode(t, &a)
+	e.must(200, "PATCH", "/api/auth-pools/"+p.ID, `{"settings":{"allowedOrigins":[],"linkUrl":"","requireEmailVerification":false}}`).Decode(t, &a)
 	if len(a.Pool.Settings.AllowedOrigins) != 0 || !slices.Equal(a.Pool.EffectiveOrigins, []string{appOrigin}) {
 		t.Fatalf("back to the project's address: %+v", a.Pool)
 	}
 
 	e.pool("second", nil)
-	if r := e.call("POST", "/api/projects/"+e.project+"/auth-pools", `{"name":"second"}`, req{key: ownerKey}); r.status != 409 || r.code() != "name_taken" {
-		t.Fatalf("a second pool of one name: %d %s", r.status, r.body)
+	if r := e.call("POST", "/api/projects/"+e.project+"/auth-pools", `{"name":"second"}`, req{key: ownerKey}); r.Status != 409 || r.Code() != "name_taken" {
+		t.Fatalf("a second pool of one name: %d %s", r.Status, r.Body)
 	}
-	if r := e.call("PATCH", "/api/auth-pools/"+p.ID, `{"name":"second"}`, req{key: ownerKey}); r.status != 409 || r.code() != "name_taken" {
-		t.Fatalf("renamed onto another: %d %s", r.status, r.body)
+	if r := e.call("PATCH", "/api/auth-pools/"+p.ID, `{"name":"second"}`, req{key: ownerKey}); r.Status != 409 || r.Code() != "name_taken" {
+		t.Fatalf("renamed onto another: %d %s", r.Status, r.Body)
 	}
 
 	e.signUp(p.ID, "ada@example.com")
 	e.must(200, "DELETE", "/api/auth-pools/"+p.ID, nil)
-	if r := e.call("GET", "/api/auth-pools/"+p.ID, nil, req{key: ownerKey}); r.status != 404 {
-		t.Fatalf("deleted pool read: %d", r.status)
+	if r := e.call("GET", "/api/auth-pools/"+p.ID, nil, req{key: ownerKey}); r.Status != 404 {
+		t.Fatalf("deleted pool read: %d", r.Status)
 	}
-	if r := e.endUser(p.ID, "POST", "/signin", Credentials{Email: "ada@example.com", Password: password}, ""); r.status != 404 {
-		t.Fatalf("deleted pool sign-in: %d %s", r.status, r.body)
+	if r := e.endUser(p.ID, "POST", "/signin", Credentials{Email: "ada@example.com", Password: password}, ""); r.Status != 404 {
+		t.Fatalf("deleted pool sign-in: %d %s", r.Status, r.Body)
 	}
 	for _, table := range append(poolTables, "signin_pools") {
 		var n int
@@ -119,7 +119,7 @@ func TestPoolLifecycle(t *testing.T) {
 		if table == "signin_pools" {
 			col = "id"
 		}
-		if err := e.db.QueryRowContext(context.Background(), `SELECT count(*) FROM `+table+` WHERE `+col+` = ?`, p.ID).Scan(&n); err != nil || n != 0 {
+		if err := e.DB.QueryRowContext(context.Background(), `SELECT count(*) FROM `+table+` WHERE `+col+` = ?`, p.ID).Scan(&n); err != nil || n != 0 {
 			t.Errorf("%s keeps %d rows of the deleted pool (%v)", table, n, err)
 		}
 	}
@@ -132,7 +132,7 @@ func TestPoolLifecycle(t *testing.T) {
 func TestPoolPermissions(t *testing.T) {
 	e := newEnv(t)
 	p := e.pool("customers", nil)
-	other := e.newProject("other")
+	other := e.NewProject("other")
 	viewer := e.memberKey("v@example.com", auth.Viewer, "full", "")
 	dev := e.memberKey("d@example.com", auth.Developer, "full", "")
 	devRO := e.memberKey("r@example.com", auth.Developer, "read_only", "")
@@ -140,7 +140,7 @@ func TestPoolPermissions(t *testing.T) {
 	devOther := e.memberKey("o@example.com", auth.Developer, "full", other)
 	e.signUp(p.ID, "ada@example.com")
 	var page UserPage
-	e.must(200, "GET", "/api/auth-pools/"+p.ID+"/users", nil).decode(t, &page)
+	e.must(200, "GET", "/api/auth-pools/"+p.ID+"/users", nil).Decode(t, &page)
 	user := page.Users[0].ID
 
 	pool, users, one := "/api/auth-pools/"+p.ID, "/api/auth-pools/"+p.ID+"/users", "/api/auth-pools/"+p.ID+"/users/"+user
@@ -176,14 +176,14 @@ func TestPoolPermissions(t *testing.T) {
 				body = tt.body
 			}
 			r := e.call(tt.method, tt.path, body, req{key: tt.key})
-			if r.status != tt.want {
-				t.Fatalf("%s %s: %d %s, want %d", tt.method, tt.path, r.status, r.body, tt.want)
+			if r.Status != tt.want {
+				t.Fatalf("%s %s: %d %s, want %d", tt.method, tt.path, r.Status, r.Body, tt.want)
 			}
 		})
 	}
 	// Another workspace's pool is not found, not forbidden.
-	if r := e.call("GET", "/api/auth-pools/sip_nope", nil, req{key: dev}); r.status != 404 {
-		t.Fatalf("unknown pool: %d", r.status)
+	if r := e.call("GET", "/api/auth-pools/sip_nope", nil, req{key: dev}); r.Status != 404 {
+		t.Fatalf("unknown pool: %d", r.Status)
 	}
 }
 
@@ -193,7 +193,7 @@ func TestPoolPermissions(t *testing.T) {
 func TestPoolPlanLimit(t *testing.T) {
 	e := newEnv(t, options{plan: plans.Hobby, cfg: Config{Limits: map[plans.Name]Limits{plans.Hobby: {Pools: 2, UsersPerPool: 5}}}})
 	e.pool("a", nil)
-	items, err := e.svc.Attention(context.Background(), e.owner.WorkspaceID)
+	items, err := e.svc.Attention(context.Background(), e.Owner.WorkspaceID)
 	if err != nil || len(items) != 0 {
 		t.Fatalf("one pool of two: %v %+v", err, items)
 	}
@@ -208,12 +208,12 @@ func TestPoolPlanLimit(t *testing.T) {
 			Required string `json:"required_plan"`
 		} `json:"error"`
 	}
-	r.decode(t, &body)
-	if r.status != 402 || body.Error.Code != "plan_limit" || body.Error.Limit != 2 || body.Error.Current != 2 || body.Error.Required != "pro" ||
+	r.Decode(t, &body)
+	if r.Status != 402 || body.Error.Code != "plan_limit" || body.Error.Limit != 2 || body.Error.Current != 2 || body.Error.Required != "pro" ||
 		!strings.Contains(body.Error.Message, "2 sign-in pool") {
-		t.Fatalf("third pool on hobby: %d %s", r.status, r.body)
+		t.Fatalf("third pool on hobby: %d %s", r.Status, r.Body)
 	}
-	items, err = e.svc.Attention(context.Background(), e.owner.WorkspaceID)
+	items, err = e.svc.Attention(context.Background(), e.Owner.WorkspaceID)
 	if err != nil || len(items) != 1 || items[0].Severity != usage.Critical || items[0].Kind != usage.KindPlanLimit {
 		t.Fatalf("at the cap: %v %+v", err, items)
 	}
@@ -262,12 +262,12 @@ func TestTeardown(t *testing.T) {
 		t.Fatalf("left %d pools", n)
 	}
 	var users int
-	e.db.QueryRowContext(ctx, `SELECT count(*) FROM signin_users WHERE pool_id = ?`, p.ID).Scan(&users)
+	e.DB.QueryRowContext(ctx, `SELECT count(*) FROM signin_users WHERE pool_id = ?`, p.ID).Scan(&users)
 	if users != 0 {
 		t.Fatalf("left %d users", users)
 	}
-	if r := e.endUser(p.ID, "GET", "/.well-known/jwks.json", nil, ""); r.status != http.StatusNotFound {
-		t.Fatalf("jwks of a removed pool: %d", r.status)
+	if r := e.endUser(p.ID, "GET", "/.well-known/jwks.json", nil, ""); r.Status != http.StatusNotFound {
+		t.Fatalf("jwks of a removed pool: %d", r.Status)
 	}
 }
 
@@ -286,8 +286,8 @@ func TestTeardownFailed(t *testing.T) {
 	e := newEnv(t)
 	p := e.pool("customers", nil)
 	e.signUp(p.ID, "ada@example.com")
-	e.projects.AddDependent(failing{})
-	if err := e.projects.Delete(context.Background(), e.owner, e.project); err == nil {
+	e.Projects.AddDependent(failing{})
+	if err := e.Projects.Delete(context.Background(), e.Owner, e.project); err == nil {
 		t.Fatal("the delete did not fail")
 	}
 	for _, tt := range []struct {
@@ -301,8 +301,8 @@ func TestTeardownFailed(t *testing.T) {
 		{"new pool", e.call("POST", "/api/projects/"+e.project+"/auth-pools", `{"name":"y"}`, req{key: ownerKey})},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.r.status != 409 || tt.r.code() != "project_teardown_failed" {
-				t.Fatalf("%d %s", tt.r.status, tt.r.body)
+			if tt.r.Status != 409 || tt.r.Code() != "project_teardown_failed" {
+				t.Fatalf("%d %s", tt.r.Status, tt.r.Body)
 			}
 		})
 	}

@@ -24,25 +24,25 @@ func TestRefreshRotation(t *testing.T) {
 
 	var s1, s2 Session
 	r := e.refreshOnce(p.ID, s0.RefreshToken)
-	r.decode(t, &s1)
-	if r.status != 200 || s1.RefreshToken == s0.RefreshToken || s1.User.ID != s0.User.ID {
-		t.Fatalf("first refresh: %d %s", r.status, r.body)
+	r.Decode(t, &s1)
+	if r.Status != 200 || s1.RefreshToken == s0.RefreshToken || s1.User.ID != s0.User.ID {
+		t.Fatalf("first refresh: %d %s", r.Status, r.Body)
 	}
 	c0, _ := e.verifyOffline(p.ID, s0.AccessToken)
 	c1, err := e.verifyOffline(p.ID, s1.AccessToken)
 	if err != nil || c1["sid"] != c0["sid"] {
 		t.Fatalf("the refreshed token is of another session: %v %v (%v)", c0["sid"], c1["sid"], err)
 	}
-	e.clock.Advance(time.Minute)
+	e.Clock.Advance(time.Minute)
 	r = e.refreshOnce(p.ID, s1.RefreshToken)
-	r.decode(t, &s2)
-	if r.status != 200 {
-		t.Fatalf("second refresh: %d %s", r.status, r.body)
+	r.Decode(t, &s2)
+	if r.Status != 200 {
+		t.Fatalf("second refresh: %d %s", r.Status, r.Body)
 	}
 
 	// s1's refresh token again: a copy someone else holds.
-	if r := e.refreshOnce(p.ID, s1.RefreshToken); r.status != 401 || r.code() != "refresh_token_reused" {
-		t.Fatalf("reuse: %d %s", r.status, r.body)
+	if r := e.refreshOnce(p.ID, s1.RefreshToken); r.Status != 401 || r.Code() != "refresh_token_reused" {
+		t.Fatalf("reuse: %d %s", r.Status, r.Body)
 	}
 	for _, tt := range []struct {
 		name string
@@ -54,13 +54,13 @@ func TestRefreshRotation(t *testing.T) {
 		{"the session's access token", e.endUser(p.ID, "GET", "/user", nil, s2.AccessToken), "invalid_token"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.r.status != 401 || tt.r.code() != tt.code {
-				t.Fatalf("%d %s, want 401 %s", tt.r.status, tt.r.body, tt.code)
+			if tt.r.Status != 401 || tt.r.Code() != tt.code {
+				t.Fatalf("%d %s, want 401 %s", tt.r.Status, tt.r.Body, tt.code)
 			}
 		})
 	}
-	if r := e.refreshOnce(p.ID, other.RefreshToken); r.status != 200 {
-		t.Fatalf("the user's other session: %d %s", r.status, r.body)
+	if r := e.refreshOnce(p.ID, other.RefreshToken); r.Status != 200 {
+		t.Fatalf("the user's other session: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -81,22 +81,22 @@ func TestRefreshRace(t *testing.T) {
 	var won Session
 	for _, r := range results {
 		switch {
-		case r.status == 200:
+		case r.Status == 200:
 			ok++
-			r.decode(t, &won)
-		case r.status == 401 && r.code() == "refresh_token_reused":
+			r.Decode(t, &won)
+		case r.Status == 401 && r.Code() == "refresh_token_reused":
 			reused++
-		case r.status == 401 && r.code() == "invalid_refresh_token":
+		case r.Status == 401 && r.Code() == "invalid_refresh_token":
 		default:
-			t.Fatalf("unexpected answer %d %s", r.status, r.body)
+			t.Fatalf("unexpected answer %d %s", r.Status, r.Body)
 		}
 	}
 	if ok > 1 || reused == 0 {
 		t.Fatalf("%d rotations and %d reuse refusals of one token", ok, reused)
 	}
 	if ok == 1 {
-		if r := e.refreshOnce(p.ID, won.RefreshToken); r.status != 401 {
-			t.Fatalf("the winner's token after the reuse: %d %s", r.status, r.body)
+		if r := e.refreshOnce(p.ID, won.RefreshToken); r.Status != 401 {
+			t.Fatalf("the winner's token after the reuse: %d %s", r.Status, r.Body)
 		}
 	}
 }
@@ -112,33 +112,33 @@ func TestSignOut(t *testing.T) {
 	c := e.signIn(p.ID, "ada@example.com", password)
 	d := e.signIn(p.ID, "ada@example.com", password)
 
-	if r := e.endUser(p.ID, "POST", "/signout", nil, a.AccessToken); r.status != 200 {
-		t.Fatalf("sign out by access token: %d %s", r.status, r.body)
+	if r := e.endUser(p.ID, "POST", "/signout", nil, a.AccessToken); r.Status != 200 {
+		t.Fatalf("sign out by access token: %d %s", r.Status, r.Body)
 	}
-	if r := e.refreshOnce(p.ID, a.RefreshToken); r.status != 401 {
-		t.Fatalf("refresh after sign-out: %d", r.status)
+	if r := e.refreshOnce(p.ID, a.RefreshToken); r.Status != 401 {
+		t.Fatalf("refresh after sign-out: %d", r.Status)
 	}
-	if r := e.endUser(p.ID, "GET", "/user", nil, a.AccessToken); r.status != 401 {
-		t.Fatalf("access token after sign-out: %d", r.status)
+	if r := e.endUser(p.ID, "GET", "/user", nil, a.AccessToken); r.Status != 401 {
+		t.Fatalf("access token after sign-out: %d", r.Status)
 	}
-	if r := e.endUser(p.ID, "POST", "/signout", SignOutRequest{RefreshToken: b.RefreshToken}, ""); r.status != 200 {
-		t.Fatalf("sign out by refresh token: %d %s", r.status, r.body)
+	if r := e.endUser(p.ID, "POST", "/signout", SignOutRequest{RefreshToken: b.RefreshToken}, ""); r.Status != 200 {
+		t.Fatalf("sign out by refresh token: %d %s", r.Status, r.Body)
 	}
-	if r := e.endUser(p.ID, "POST", "/signout", SignOutRequest{RefreshToken: b.RefreshToken}, ""); r.status != 200 {
-		t.Fatalf("signing out twice: %d %s", r.status, r.body)
+	if r := e.endUser(p.ID, "POST", "/signout", SignOutRequest{RefreshToken: b.RefreshToken}, ""); r.Status != 200 {
+		t.Fatalf("signing out twice: %d %s", r.Status, r.Body)
 	}
-	if r := e.endUser(p.ID, "GET", "/user", nil, b.AccessToken); r.status != 401 {
-		t.Fatalf("b after sign-out: %d", r.status)
+	if r := e.endUser(p.ID, "GET", "/user", nil, b.AccessToken); r.Status != 401 {
+		t.Fatalf("b after sign-out: %d", r.Status)
 	}
-	if r := e.endUser(p.ID, "GET", "/user", nil, c.AccessToken); r.status != 200 {
-		t.Fatalf("c still signed in: %d", r.status)
+	if r := e.endUser(p.ID, "GET", "/user", nil, c.AccessToken); r.Status != 200 {
+		t.Fatalf("c still signed in: %d", r.Status)
 	}
-	if r := e.endUser(p.ID, "POST", "/signout", SignOutRequest{Scope: "global"}, c.AccessToken); r.status != 200 {
-		t.Fatalf("global sign-out: %d %s", r.status, r.body)
+	if r := e.endUser(p.ID, "POST", "/signout", SignOutRequest{Scope: "global"}, c.AccessToken); r.Status != 200 {
+		t.Fatalf("global sign-out: %d %s", r.Status, r.Body)
 	}
 	for _, s := range []Session{c, d} {
-		if r := e.refreshOnce(p.ID, s.RefreshToken); r.status != 401 {
-			t.Fatalf("a session after global sign-out: %d", r.status)
+		if r := e.refreshOnce(p.ID, s.RefreshToken); r.Status != 401 {
+			t.Fatalf("a session after global sign-out: %d", r.Status)
 		}
 	}
 	for _, tt := range []struct {
@@ -154,8 +154,8 @@ func TestSignOut(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := e.endUser(p.ID, "POST", "/signout", tt.body, tt.bearer)
-			if r.status != tt.status || r.code() != tt.code {
-				t.Fatalf("%d %s, want %d %s", r.status, r.body, tt.status, tt.code)
+			if r.Status != tt.status || r.Code() != tt.code {
+				t.Fatalf("%d %s, want %d %s", r.Status, r.Body, tt.status, tt.code)
 			}
 		})
 	}
@@ -167,16 +167,16 @@ func TestRefreshExpiry(t *testing.T) {
 	e := newEnv(t)
 	p := e.pool("customers", map[string]any{"refreshTokenSeconds": 3600})
 	s := e.signUp(p.ID, "ada@example.com")
-	e.clock.Advance(time.Hour)
-	if r := e.refreshOnce(p.ID, s.RefreshToken); r.status != 401 || r.code() != "invalid_refresh_token" {
-		t.Fatalf("expired refresh token: %d %s", r.status, r.body)
+	e.Clock.Advance(time.Hour)
+	if r := e.refreshOnce(p.ID, s.RefreshToken); r.Status != 401 || r.Code() != "invalid_refresh_token" {
+		t.Fatalf("expired refresh token: %d %s", r.Status, r.Body)
 	}
 	if err := e.svc.Sweep(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for _, table := range []string{"signin_refresh_tokens", "signin_sessions"} {
 		var n int
-		e.db.QueryRowContext(t.Context(), `SELECT count(*) FROM `+table+` WHERE pool_id = ?`, p.ID).Scan(&n)
+		e.DB.QueryRowContext(t.Context(), `SELECT count(*) FROM `+table+` WHERE pool_id = ?`, p.ID).Scan(&n)
 		if n != 0 {
 			t.Errorf("%s keeps %d rows after the sweep", table, n)
 		}

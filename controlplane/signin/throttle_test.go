@@ -53,10 +53,10 @@ func TestSignInThrottleConcurrent(t *testing.T) {
 					cred := Credentials{Email: tt.email(i), Password: "wrong password " + strconv.Itoa(i)}
 					if tt.addr == nil {
 						r := e.endUser(p.ID, "POST", "/signin", cred, "")
-						statuses[i], codes[i] = r.status, r.code()
+						statuses[i], codes[i] = r.Status, r.Code()
 						return
 					}
-					rec, err := poolByID(context.Background(), e.db, p.ID)
+					rec, err := poolByID(context.Background(), e.DB, p.ID)
 					if err != nil {
 						t.Error(err)
 						return
@@ -125,29 +125,29 @@ func TestLockout(t *testing.T) {
 
 	for _, email := range []string{"ada@example.com", "ghost@example.com"} {
 		for i := range 3 {
-			if r := fail(email); r.status != 401 {
-				t.Fatalf("%s failure %d: %d %s", email, i, r.status, r.body)
+			if r := fail(email); r.Status != 401 {
+				t.Fatalf("%s failure %d: %d %s", email, i, r.Status, r.Body)
 			}
 		}
 	}
 	right := e.endUser(p.ID, "POST", "/signin", Credentials{Email: "ada@example.com", Password: password}, "")
 	ghost := e.endUser(p.ID, "POST", "/signin", Credentials{Email: "ghost@example.com", Password: password}, "")
-	if right.status != 429 || right.code() != "account_locked" || right.header.Get("Retry-After") != "600" ||
-		ghost.status != right.status || ghost.code() != right.code() || string(ghost.body) != string(right.body) {
-		t.Fatalf("locked: %d %s %v; unknown address: %d %s", right.status, right.body, right.header, ghost.status, ghost.body)
+	if right.Status != 429 || right.Code() != "account_locked" || right.Header.Get("Retry-After") != "600" ||
+		ghost.Status != right.Status || ghost.Code() != right.Code() || string(ghost.Body) != string(right.Body) {
+		t.Fatalf("locked: %d %s %v; unknown address: %d %s", right.Status, right.Body, right.Header, ghost.Status, ghost.Body)
 	}
-	if n, err := e.svc.LockedOutUsers(t.Context(), e.owner.WorkspaceID); err != nil || n != 1 {
+	if n, err := e.svc.LockedOutUsers(t.Context(), e.Owner.WorkspaceID); err != nil || n != 1 {
 		t.Fatalf("locked-out users %d %v, want 1 (the unknown address is not a user)", n, err)
 	}
 	var u UserAnswer
-	e.must(200, "GET", "/api/auth-pools/"+p.ID+"/users/"+ada.User.ID, nil).decode(t, &u)
-	if u.User.LockedUntil == nil || !u.User.LockedUntil.Equal(e.clock.Now().Add(10*time.Minute)) {
+	e.must(200, "GET", "/api/auth-pools/"+p.ID+"/users/"+ada.User.ID, nil).Decode(t, &u)
+	if u.User.LockedUntil == nil || !u.User.LockedUntil.Equal(e.Clock.Now().Add(10*time.Minute)) {
 		t.Fatalf("lockedUntil %v", u.User.LockedUntil)
 	}
 
-	e.clock.Advance(10 * time.Minute)
+	e.Clock.Advance(10 * time.Minute)
 	e.signIn(p.ID, "ada@example.com", password)
-	if n, _ := e.svc.LockedOutUsers(t.Context(), e.owner.WorkspaceID); n != 0 {
+	if n, _ := e.svc.LockedOutUsers(t.Context(), e.Owner.WorkspaceID); n != 0 {
 		t.Fatalf("locked-out users after the lockout %d", n)
 	}
 
@@ -155,23 +155,23 @@ func TestLockout(t *testing.T) {
 	for range 3 {
 		fail("ada@example.com")
 	}
-	if r := e.endUser(p.ID, "POST", "/signin", Credentials{Email: "ada@example.com", Password: password}, ""); r.status != 429 {
-		t.Fatalf("locked again: %d", r.status)
+	if r := e.endUser(p.ID, "POST", "/signin", Credentials{Email: "ada@example.com", Password: password}, ""); r.Status != 429 {
+		t.Fatalf("locked again: %d", r.Status)
 	}
 	u = UserAnswer{}
-	e.must(200, "PATCH", "/api/auth-pools/"+p.ID+"/users/"+ada.User.ID, map[string]any{"unlock": true}).decode(t, &u)
+	e.must(200, "PATCH", "/api/auth-pools/"+p.ID+"/users/"+ada.User.ID, map[string]any{"unlock": true}).Decode(t, &u)
 	if u.User.LockedUntil != nil {
 		t.Fatalf("still locked: %+v", u.User)
 	}
 	e.signIn(p.ID, "ada@example.com", password)
 
 	// The sweep forgets lockouts that ended a day after their last failure.
-	e.clock.Advance(failureMemory + time.Minute)
+	e.Clock.Advance(failureMemory + time.Minute)
 	if err := e.svc.Sweep(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	var rows int
-	e.db.QueryRowContext(t.Context(), `SELECT count(*) FROM signin_lockouts WHERE pool_id = ?`, p.ID).Scan(&rows)
+	e.DB.QueryRowContext(t.Context(), `SELECT count(*) FROM signin_lockouts WHERE pool_id = ?`, p.ID).Scan(&rows)
 	if rows != 0 {
 		t.Fatalf("%d lockout rows after the sweep", rows)
 	}

@@ -17,7 +17,7 @@ func TestUsersListing(t *testing.T) {
 	for i, email := range []string{"ada@example.com", "bob@example.org", "carol@example.com", "dave@example.org", "erin_x@example.com"} {
 		ids = append(ids, e.signUp(p.ID, email).User.ID)
 		if i%2 == 0 {
-			e.clock.Advance(time.Second) // two users share a time: the id orders them
+			e.Clock.Advance(time.Second) // two users share a time: the id orders them
 		}
 	}
 	var all []string
@@ -27,11 +27,11 @@ func TestUsersListing(t *testing.T) {
 		var page UserPage
 		r := e.must(200, "GET", fmt.Sprintf("/api/auth-pools/%s/users?limit=2&cursor=%s", p.ID, cursor), nil)
 		for _, bad := range []string{"password", "argon2", "hash"} {
-			if strings.Contains(strings.ToLower(string(r.body)), bad) {
-				t.Fatalf("a listing mentions %q: %s", bad, r.body)
+			if strings.Contains(strings.ToLower(string(r.Body)), bad) {
+				t.Fatalf("a listing mentions %q: %s", bad, r.Body)
 			}
 		}
-		r.decode(t, &page)
+		r.Decode(t, &page)
 		pages++
 		for _, u := range page.Users {
 			all = append(all, u.ID)
@@ -63,7 +63,7 @@ func TestUsersListing(t *testing.T) {
 	} {
 		t.Run("search "+tt.search, func(t *testing.T) {
 			var page UserPage
-			e.must(200, "GET", "/api/auth-pools/"+p.ID+"/users?email="+strings.ReplaceAll(tt.search, "%", "%25"), nil).decode(t, &page)
+			e.must(200, "GET", "/api/auth-pools/"+p.ID+"/users?email="+strings.ReplaceAll(tt.search, "%", "%25"), nil).Decode(t, &page)
 			var got []string
 			for _, u := range page.Users {
 				got = append(got, u.Email)
@@ -78,26 +78,26 @@ func TestUsersListing(t *testing.T) {
 		{"limit too large", "/users?limit=201"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if r := e.call("GET", "/api/auth-pools/"+p.ID+tt.path, nil, req{key: ownerKey}); r.status != 400 {
-				t.Fatalf("%d %s", r.status, r.body)
+			if r := e.call("GET", "/api/auth-pools/"+p.ID+tt.path, nil, req{key: ownerKey}); r.Status != 400 {
+				t.Fatalf("%d %s", r.Status, r.Body)
 			}
 		})
 	}
 	var one UserAnswer
-	e.must(200, "GET", "/api/auth-pools/"+p.ID+"/users/"+ids[1], nil).decode(t, &one)
+	e.must(200, "GET", "/api/auth-pools/"+p.ID+"/users/"+ids[1], nil).Decode(t, &one)
 	if one.User.Email != "bob@example.org" || one.User.LastSignInAt == nil {
 		t.Fatalf("user %+v", one.User)
 	}
-	if r := e.call("GET", "/api/auth-pools/"+p.ID+"/users/usr_nope", nil, req{key: ownerKey}); r.status != 404 {
-		t.Fatalf("unknown user: %d", r.status)
+	if r := e.call("GET", "/api/auth-pools/"+p.ID+"/users/usr_nope", nil, req{key: ownerKey}); r.Status != 404 {
+		t.Fatalf("unknown user: %d", r.Status)
 	}
-	if r := e.call("PATCH", "/api/auth-pools/"+p.ID+"/users/"+ids[1], `{}`, req{key: ownerKey}); r.status != 400 {
-		t.Fatalf("an empty change: %d", r.status)
+	if r := e.call("PATCH", "/api/auth-pools/"+p.ID+"/users/"+ids[1], `{}`, req{key: ownerKey}); r.Status != 400 {
+		t.Fatalf("an empty change: %d", r.Status)
 	}
 	e.must(200, "PATCH", "/api/auth-pools/"+p.ID+"/users/"+ids[1], map[string]any{"disabled": true})
 	e.must(200, "DELETE", "/api/auth-pools/"+p.ID+"/users/"+ids[2], nil)
 	var actions []string
-	rows, err := e.db.QueryContext(t.Context(), `SELECT action, summary FROM audit_log WHERE target_id IN (?, ?, ?) ORDER BY seq`, p.ID, ids[1], ids[2])
+	rows, err := e.DB.QueryContext(t.Context(), `SELECT action, summary FROM audit_log WHERE target_id IN (?, ?, ?) ORDER BY seq`, p.ID, ids[1], ids[2])
 	if err != nil {
 		t.Fatal(err)
 	}

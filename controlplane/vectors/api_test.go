@@ -38,14 +38,14 @@ func TestCreate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := e.do(ownerKey, "POST", "/api/projects/"+e.project+"/vectors", tc.body)
-			if r.status != tc.status || (tc.code != "" && r.code() != tc.code) {
-				t.Fatalf("%d %s, want %d %s", r.status, r.body, tc.status, tc.code)
+			if r.Status != tc.status || (tc.code != "" && r.Code() != tc.code) {
+				t.Fatalf("%d %s, want %d %s", r.Status, r.Body, tc.status, tc.code)
 			}
 			if tc.status == 201 {
 				var a CollectionAnswer
-				r.decode(t, &a)
+				r.Decode(t, &a)
 				if a.Collection.ID == "" || a.Collection.ProjectID != e.project {
-					t.Fatalf("answer %s", r.body)
+					t.Fatalf("answer %s", r.Body)
 				}
 				if tc.name == "defaults" && (a.Collection.Dimensions != 768 || a.Collection.Metric != "cosine") {
 					t.Fatalf("defaults %+v", a.Collection)
@@ -63,8 +63,8 @@ func TestPlanLimit(t *testing.T) {
 	e := newEnv(t, plans.Hobby)
 	e.create(map[string]any{"name": "one", "dimensions": 384})
 	r := e.do(ownerKey, "POST", "/api/projects/"+e.project+"/vectors", map[string]any{"name": "two", "dimensions": 384})
-	if r.status != http.StatusPaymentRequired || r.code() != "plan_limit" || !strings.Contains(string(r.body), `"required_plan":"pro"`) {
-		t.Fatalf("%d %s", r.status, r.body)
+	if r.Status != http.StatusPaymentRequired || r.Code() != "plan_limit" || !strings.Contains(string(r.Body), `"required_plan":"pro"`) {
+		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 	if n, _ := e.svc.Count(context.Background(), e.project); n != 1 {
 		t.Fatalf("count %d", n)
@@ -81,7 +81,7 @@ func TestUpsertQueryScores(t *testing.T) {
 				vs = append(vs, map[string]any{"id": fmt.Sprint("v", i), "values": vec(384, uint64(i)), "metadata": map[string]any{"i": i}})
 			}
 			var a MutationAnswer
-			e.must(http.StatusAccepted, "POST", "/api/vectors/"+id+"/upsert", map[string]any{"vectors": vs}).decode(t, &a)
+			e.must(http.StatusAccepted, "POST", "/api/vectors/"+id+"/upsert", map[string]any{"vectors": vs}).Decode(t, &a)
 			if a.Count != 20 || a.MutationID == "" || len(a.IDs) != 20 {
 				t.Fatalf("answer %+v", a)
 			}
@@ -212,8 +212,8 @@ func TestFiltersAreExactAndIndexesCoverLaterWrites(t *testing.T) {
 	if a := e.query(id, map[string]any{"vector": q, "filter": map[string]any{"director": "d1"}}); fmt.Sprint(ids(a)) != "[m1]" {
 		t.Fatalf("rewritten vector not covered: %v", ids(a))
 	}
-	if r := e.do(ownerKey, "POST", "/api/vectors/"+id, map[string]any{"action": "index-metadata", "propertyName": "director", "indexType": "string"}); r.status != 409 || r.code() != "index_exists" {
-		t.Fatalf("%d %s", r.status, r.body)
+	if r := e.do(ownerKey, "POST", "/api/vectors/"+id, map[string]any{"action": "index-metadata", "propertyName": "director", "indexType": "string"}); r.Status != 409 || r.Code() != "index_exists" {
+		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 	// The indexes and their coverage survive a restart.
 	e.restart(true)
@@ -243,7 +243,7 @@ func TestNamespacesAndDelete(t *testing.T) {
 		t.Fatalf("all namespaces: %v", ids(a))
 	}
 	var d MutationAnswer
-	e.must(http.StatusOK, "POST", "/api/vectors/"+id, map[string]any{"action": "delete", "ids": []string{"b", "zz"}}).decode(t, &d)
+	e.must(http.StatusOK, "POST", "/api/vectors/"+id, map[string]any{"action": "delete", "ids": []string{"b", "zz"}}).Decode(t, &d)
 	if d.Count != 1 || fmt.Sprint(d.IDs) != "[b]" {
 		t.Fatalf("delete answer %+v", d)
 	}
@@ -254,14 +254,14 @@ func TestNamespacesAndDelete(t *testing.T) {
 		t.Fatalf("deleted vector found: %v", ids(a))
 	}
 	for _, body := range []map[string]any{{"action": "delete"}, {"action": "delete", "ids": []string{strings.Repeat("x", 65)}}, {"action": "drop"}} {
-		if r := e.do(ownerKey, "POST", "/api/vectors/"+id, body); r.status != 400 {
-			t.Fatalf("%v: %d %s", body, r.status, r.body)
+		if r := e.do(ownerKey, "POST", "/api/vectors/"+id, body); r.Status != 400 {
+			t.Fatalf("%v: %d %s", body, r.Status, r.Body)
 		}
 	}
 	// Deleting the collection: later calls answer 410, the file is gone.
 	e.must(http.StatusOK, "DELETE", "/api/vectors/"+id, nil)
-	if r := e.do(ownerKey, "GET", "/api/vectors/"+id, nil); r.status != 410 || r.code() != "collection_deleted" {
-		t.Fatalf("%d %s", r.status, r.body)
+	if r := e.do(ownerKey, "GET", "/api/vectors/"+id, nil); r.Status != 410 || r.Code() != "collection_deleted" {
+		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 	if _, err := os.Stat(e.svc.path(id)); !os.IsNotExist(err) {
 		t.Fatalf("file left: %v", err)
@@ -271,15 +271,15 @@ func TestNamespacesAndDelete(t *testing.T) {
 func TestTeardownFailedProjectRefusesChanges(t *testing.T) {
 	e := newEnv(t, plans.Pro)
 	id := e.create(map[string]any{"name": "c", "dimensions": 384})
-	if _, err := e.db.Exec(`UPDATE projects SET status = 'teardown_failed' WHERE id = ?`, e.project); err != nil {
+	if _, err := e.DB.Exec(`UPDATE projects SET status = 'teardown_failed' WHERE id = ?`, e.project); err != nil {
 		t.Fatal(err)
 	}
 	up := map[string]any{"vectors": []any{map[string]any{"id": "a", "values": vec(384, 1)}}}
-	if r := e.do(ownerKey, "POST", "/api/vectors/"+id+"/upsert", up); r.status != 409 || r.code() != "project_teardown_failed" {
-		t.Fatalf("upsert: %d %s", r.status, r.body)
+	if r := e.do(ownerKey, "POST", "/api/vectors/"+id+"/upsert", up); r.Status != 409 || r.Code() != "project_teardown_failed" {
+		t.Fatalf("upsert: %d %s", r.Status, r.Body)
 	}
-	if r := e.do(ownerKey, "POST", "/api/projects/"+e.project+"/vectors", map[string]any{"name": "d", "dimensions": 384}); r.status != 409 {
-		t.Fatalf("create: %d %s", r.status, r.body)
+	if r := e.do(ownerKey, "POST", "/api/projects/"+e.project+"/vectors", map[string]any{"name": "d", "dimensions": 384}); r.Status != 409 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
 	e.must(http.StatusOK, "POST", "/api/vectors/"+id+"/query", map[string]any{"vector": vec(384, 1)})
 	e.must(http.StatusOK, "DELETE", "/api/vectors/"+id, nil)
@@ -294,12 +294,12 @@ func TestTextUpsertAndQuery(t *testing.T) {
 		t.Fatalf("text query: %v", ids(a))
 	}
 	big := e.create(map[string]any{"name": "big", "dimensions": 1536})
-	if r := e.do(ownerKey, "POST", "/api/vectors/"+big+"/upsert", map[string]any{"vectors": []any{map[string]any{"id": "x", "text": "hi"}}}); r.status != 400 || r.code() != "no_embedding_model" {
-		t.Fatalf("%d %s", r.status, r.body)
+	if r := e.do(ownerKey, "POST", "/api/vectors/"+big+"/upsert", map[string]any{"vectors": []any{map[string]any{"id": "x", "text": "hi"}}}); r.Status != 400 || r.Code() != "no_embedding_model" {
+		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 	e.svc.d.Embedder = nil
-	if r := e.do(ownerKey, "POST", "/api/vectors/"+id+"/query", map[string]any{"text": "hi"}); r.status != 503 || r.code() != "ai_unavailable" {
-		t.Fatalf("%d %s", r.status, r.body)
+	if r := e.do(ownerKey, "POST", "/api/vectors/"+id+"/query", map[string]any{"text": "hi"}); r.Status != 503 || r.Code() != "ai_unavailable" {
+		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 }
 
@@ -340,8 +340,8 @@ func TestProjectRemovalAndCounter(t *testing.T) {
 	if n, _ := e.svc.Count(ctx, e.project); n != 0 {
 		t.Fatalf("count %d", n)
 	}
-	if r := e.do(ownerKey, "GET", "/api/vectors/"+a, nil); r.status != 410 {
-		t.Fatalf("%d", r.status)
+	if r := e.do(ownerKey, "GET", "/api/vectors/"+a, nil); r.Status != 410 {
+		t.Fatalf("%d", r.Status)
 	}
 	entries, _ := os.ReadDir(e.svc.cfg.Dir)
 	if len(entries) != 0 {
@@ -362,10 +362,10 @@ func TestMetering(t *testing.T) {
 	if err := e.svc.Flush(ctx); err != nil { // stored vectors: once a day
 		t.Fatal(err)
 	}
-	ws := e.owner.WorkspaceID
-	from, to := e.clock.Now().Add(-24*3600e9), e.clock.Now().Add(24*3600e9)
+	ws := e.Owner.WorkspaceID
+	from, to := e.Clock.Now().Add(-24*3600e9), e.Clock.Now().Add(24*3600e9)
 	for m, want := range map[metering.Metric]float64{MetricOperations: 3, MetricStored: 10, MetricQueriedDimensions: 2 * 10 * 384} {
-		if got, err := e.meter.Total(ctx, ws, e.project, m, from, to); err != nil || got != want {
+		if got, err := e.Meter.Total(ctx, ws, e.project, m, from, to); err != nil || got != want {
 			t.Fatalf("%s = %v (%v), want %v", m, got, err, want)
 		}
 	}

@@ -29,12 +29,12 @@ func newEnv(t *testing.T) *env {
 }
 
 type response struct {
-	status int
-	body   []byte
+	Status int
+	Body   []byte
 	errc   string
 }
 
-func (r response) code() string { return r.errc }
+func (r response) Code() string { return r.errc }
 
 func (e *env) do(key, method, path string, body any) response {
 	e.t.Helper()
@@ -145,8 +145,8 @@ func TestUpsertBadInput(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := e.do(ownerKey, "POST", "/api/vectors/"+id+"/upsert", tc.body)
-			if r.status != tc.status || (tc.code != "" && r.code() != tc.code) || !strings.Contains(string(r.body), tc.msg) {
-				t.Fatalf("%d %.300s, want %d %s %q", r.status, r.body, tc.status, tc.code, tc.msg)
+			if r.Status != tc.status || (tc.code != "" && r.Code() != tc.code) || !strings.Contains(string(r.Body), tc.msg) {
+				t.Fatalf("%d %.300s, want %d %s %q", r.Status, r.Body, tc.status, tc.code, tc.msg)
 			}
 			if n := e.count(id); n != 0 {
 				t.Fatalf("%d vectors stored after a refused upsert", n)
@@ -187,13 +187,13 @@ func TestQueryBadInput(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := e.do(ownerKey, "POST", "/api/vectors/"+id+"/query", tc.body)
-			if r.status != 400 || r.code() != tc.code || !strings.Contains(string(r.body), tc.msg) {
-				t.Fatalf("%d %.300s, want 400 %s %q", r.status, r.body, tc.code, tc.msg)
+			if r.Status != 400 || r.Code() != tc.code || !strings.Contains(string(r.Body), tc.msg) {
+				t.Fatalf("%d %.300s, want 400 %s %q", r.Status, r.Body, tc.code, tc.msg)
 			}
 		})
 	}
-	if r := e.do(ownerKey, "POST", "/api/vectors/"+id+"/query", map[string]any{"vector": q, "filter": map[string]any{"year": 1}}); !strings.Contains(string(r.body), `"field":"year"`) {
-		t.Fatalf("the error does not name the field: %s", r.body)
+	if r := e.do(ownerKey, "POST", "/api/vectors/"+id+"/query", map[string]any{"vector": q, "filter": map[string]any{"year": 1}}); !strings.Contains(string(r.Body), `"field":"year"`) {
+		t.Fatalf("the error does not name the field: %s", r.Body)
 	}
 }
 
@@ -223,8 +223,8 @@ func TestPermissions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if r := e.do(tc.key, tc.method, tc.path, tc.body); r.status != tc.status {
-				t.Fatalf("%d %s, want %d", r.status, r.body, tc.status)
+			if r := e.do(tc.key, tc.method, tc.path, tc.body); r.Status != tc.status {
+				t.Fatalf("%d %s, want %d", r.Status, r.Body, tc.status)
 			}
 		})
 	}

@@ -56,7 +56,7 @@ func runCollectionBench(b *testing.B, n, dims, clusters, nq int) {
 	}
 	start := time.Now()
 	for _, body := range bodies {
-		if _, err := e.svc.Upsert(ctx, e.owner, id, body); err != nil {
+		if _, err := e.svc.Upsert(ctx, e.Owner, id, body); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -23,7 +23,7 @@ func TestReplacedVectorsDoNotGrowMemory(t *testing.T) {
 				"metadata": map[string]any{"round": r}})
 		}
 		body, _ := json.Marshal(map[string]any{"vectors": vs})
-		if _, err := e.svc.Upsert(t.Context(), e.owner, id, body); err != nil {
+		if _, err := e.svc.Upsert(t.Context(), e.Owner, id, body); err != nil {
 			t.Fatal(err)
 		}
 	}

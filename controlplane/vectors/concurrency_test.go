@@ -31,11 +31,11 @@ func TestConcurrentWritesQueriesAndIndexing(t *testing.T) {
 					vs = append(vs, map[string]any{"id": fmt.Sprint(w, "-", b, "-", i), "values": vec(384, uint64(w*10000+b*100+i)), "metadata": map[string]any{"w": w}})
 				}
 				body, _ := json.Marshal(map[string]any{"vectors": vs})
-				if _, err := e.svc.Upsert(ctx, e.owner, id, body); err != nil {
+				if _, err := e.svc.Upsert(ctx, e.Owner, id, body); err != nil {
 					errs <- err
 					return
 				}
-				if _, err := e.svc.DeleteVectors(ctx, e.owner, id, []string{fmt.Sprint(w, "-", b, "-0")}); err != nil {
+				if _, err := e.svc.DeleteVectors(ctx, e.Owner, id, []string{fmt.Sprint(w, "-", b, "-0")}); err != nil {
 					errs <- err
 					return
 				}
@@ -53,7 +53,7 @@ func TestConcurrentWritesQueriesAndIndexing(t *testing.T) {
 				if r == 2 {
 					req.Filter = json.RawMessage(`{"w": 1}`)
 				}
-				if _, err := e.svc.Query(ctx, e.owner, id, req); err != nil {
+				if _, err := e.svc.Query(ctx, e.Owner, id, req); err != nil {
 					errs <- err
 					return
 				}

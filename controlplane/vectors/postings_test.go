@@ -55,7 +55,7 @@ func TestPostingsMatchBruteForce(t *testing.T) {
 				vs = append(vs, map[string]any{"id": fmt.Sprint("v", i), "values": vec(dims, d.seed), "namespace": d.ns, "metadata": d.meta})
 			}
 			body, _ := json.Marshal(map[string]any{"vectors": vs})
-			if _, err := e.svc.Upsert(t.Context(), e.owner, id, body); err != nil {
+			if _, err := e.svc.Upsert(t.Context(), e.Owner, id, body); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -68,7 +68,7 @@ func TestPostingsMatchBruteForce(t *testing.T) {
 				xs = append(xs, fmt.Sprint("v", i))
 				delete(model, fmt.Sprint("v", i))
 			}
-			if _, err := e.svc.DeleteVectors(t.Context(), e.owner, id, xs); err != nil {
+			if _, err := e.svc.DeleteVectors(t.Context(), e.Owner, id, xs); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -3,6 +3,10 @@
 // test that uses it sees the same world: workspace ws_a (hobby) with
 // projects prj_a (Shop), prj_b (Blog) and prj_dead (Gone, teardown_failed);
 // workspace ws_b (pro) with prj_c (Other).
+//
+// Tests that want the real accounts and projects instead build a Core
+// (one workspace bootstrapped with the key OwnerKey). Either way a test
+// calls its server with Call or Must and reads the Response.
 package areatest
 
 import (
@@ -107,7 +111,16 @@ type Plans struct {
 
 // StandardPlans: ws_a on hobby, ws_b on pro.
 func StandardPlans() *Plans {
-	return &Plans{m: map[string]plans.Name{"ws_a": plans.Hobby, "ws_b": plans.Pro}}
+	return NewPlans(map[string]plans.Name{"ws_a": plans.Hobby, "ws_b": plans.Pro})
+}
+
+// NewPlans holds the plan of each workspace of m (a copy).
+func NewPlans(m map[string]plans.Name) *Plans {
+	p := &Plans{m: map[string]plans.Name{}}
+	for ws, n := range m {
+		p.m[ws] = n
+	}
+	return p
 }
 
 // Plan returns a workspace's plan.
@@ -115,6 +128,11 @@ func (f *Plans) Plan(_ context.Context, ws string) plans.Name {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.m[ws]
+}
+
+// PlanOf is Plan as billing asks for it.
+func (f *Plans) PlanOf(ctx context.Context, ws string) (plans.Name, error) {
+	return f.Plan(ctx, ws), nil
 }
 
 // Set puts a workspace on a plan.
