@@ -29,12 +29,12 @@ func testBucketLifecycle(t *testing.T, e pgtest.Engine) {
 		t.Fatalf("created = %+v", b)
 	}
 	var l BucketList
-	f.must(http.StatusOK, "viewer", "GET", "/api/projects/prj_a/buckets", nil).decode(t, &l)
+	f.must(http.StatusOK, "viewer", "GET", "/api/projects/prj_a/buckets", nil).Decode(t, &l)
 	if len(l.Buckets) != 1 || l.Buckets[0].ID != b.ID {
 		t.Fatalf("list = %+v", l)
 	}
 	var a BucketAnswer
-	f.must(http.StatusOK, "dev", "PATCH", "/api/buckets/"+b.ID, map[string]any{"public": true}).decode(t, &a)
+	f.must(http.StatusOK, "dev", "PATCH", "/api/buckets/"+b.ID, map[string]any{"public": true}).Decode(t, &a)
 	if !a.Bucket.Public || a.Bucket.PublicURL == nil || *a.Bucket.PublicURL != "https://files.example/storage/"+b.ID+"/" {
 		t.Fatalf("made public = %+v", a.Bucket)
 	}
@@ -43,8 +43,8 @@ func testBucketLifecycle(t *testing.T, e pgtest.Engine) {
 	if got := f.readBucket(b.ID); got.Objects != 1 || got.Bytes != 5 {
 		t.Fatalf("after a put: %+v", got)
 	}
-	if r := f.call("dev", "DELETE", "/api/buckets/"+b.ID, nil); r.status != http.StatusConflict || r.code() != "bucket_not_empty" {
-		t.Fatalf("delete non-empty: %d %s", r.status, r.body)
+	if r := f.call("dev", "DELETE", "/api/buckets/"+b.ID, nil); r.Status != http.StatusConflict || r.Code() != "bucket_not_empty" {
+		t.Fatalf("delete non-empty: %d %s", r.Status, r.Body)
 	}
 	f.must(http.StatusOK, "dev", "DELETE", "/api/buckets/"+b.ID+"?force=true", nil)
 	f.must(http.StatusNotFound, "viewer", "GET", "/api/buckets/"+b.ID, nil)
@@ -100,8 +100,8 @@ func testBucketRefusals(t *testing.T, e pgtest.Engine) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.call(c.key, "POST", "/api/projects/"+c.project+"/buckets", c.body)
-			if r.status != c.status || r.code() != c.code {
-				t.Fatalf("status %d code %q, want %d %q: %s", r.status, r.code(), c.status, c.code, r.body)
+			if r.Status != c.status || r.Code() != c.code {
+				t.Fatalf("status %d code %q, want %d %q: %s", r.Status, r.Code(), c.status, c.code, r.Body)
 			}
 		})
 	}
@@ -125,8 +125,8 @@ func testBucketRefusals(t *testing.T, e pgtest.Engine) {
 		{"dev", "GET", "/api/buckets/bkt_nope", nil, 404},
 	} {
 		t.Run(c.key+" "+c.method+" "+c.path, func(t *testing.T) {
-			if r := f.call(c.key, c.method, c.path, c.body); r.status != c.status {
-				t.Fatalf("status %d, want %d: %s", r.status, c.status, r.body)
+			if r := f.call(c.key, c.method, c.path, c.body); r.Status != c.status {
+				t.Fatalf("status %d, want %d: %s", r.Status, c.status, r.Body)
 			}
 		})
 	}
@@ -154,26 +154,26 @@ func testObjectRoundTrip(t *testing.T, e pgtest.Engine) {
 				t.Fatalf("put = %+v", o)
 			}
 			r := f.must(http.StatusOK, "dev", "GET", "/api/buckets/"+b.ID+"/objects/"+keyPath(key), nil)
-			if !bytes.Equal(r.body, data) {
-				t.Fatalf("read %q", r.body)
+			if !bytes.Equal(r.Body, data) {
+				t.Fatalf("read %q", r.Body)
 			}
 			for h, want := range map[string]string{"Content-Type": "text/html", "Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff",
 				"Etag": `"` + o.ETag + `"`, "X-Meta-Owner": "Ada", "Cache-Control": "private, no-store"} {
-				if got := r.header.Get(h); got != want {
+				if got := r.Header.Get(h); got != want {
 					t.Errorf("%s = %q, want %q", h, got, want)
 				}
 			}
 		})
 	}
 	r := f.must(http.StatusPartialContent, "dev", "GET", "/api/buckets/"+b.ID+"/objects/page.html", nil, "Range", "bytes=6-13")
-	if string(r.body) != "<script>" {
-		t.Fatalf("range = %q", r.body)
+	if string(r.Body) != "<script>" {
+		t.Fatalf("range = %q", r.Body)
 	}
 	r = f.must(http.StatusOK, "dev", "HEAD", "/api/buckets/"+b.ID+"/objects/page.html", nil)
-	if len(r.body) != 0 || r.header.Get("Content-Length") != fmt.Sprint(len(data)) {
-		t.Fatalf("HEAD: %q, length %q", r.body, r.header.Get("Content-Length"))
+	if len(r.Body) != 0 || r.Header.Get("Content-Length") != fmt.Sprint(len(data)) {
+		t.Fatalf("HEAD: %q, length %q", r.Body, r.Header.Get("Content-Length"))
 	}
-	f.must(http.StatusNotModified, "dev", "GET", "/api/buckets/"+b.ID+"/objects/page.html", nil, "If-None-Match", r.header.Get("Etag"))
+	f.must(http.StatusNotModified, "dev", "GET", "/api/buckets/"+b.ID+"/objects/page.html", nil, "If-None-Match", r.Header.Get("Etag"))
 	if got := f.readBucket(b.ID); got.Objects != 7 || got.Bytes != int64(7*len(data)) {
 		t.Fatalf("counters = %d objects %d bytes", got.Objects, got.Bytes)
 	}
@@ -187,7 +187,7 @@ func testObjectRoundTrip(t *testing.T, e pgtest.Engine) {
 		t.Fatalf("counters after overwrite = %d objects %d bytes", got.Objects, got.Bytes)
 	}
 	var del ObjectDeleted
-	f.must(http.StatusOK, "dev", "DELETE", "/api/buckets/"+b.ID+"/objects/page.html", nil).decode(t, &del)
+	f.must(http.StatusOK, "dev", "DELETE", "/api/buckets/"+b.ID+"/objects/page.html", nil).Decode(t, &del)
 	if !del.Deleted || del.Key != "page.html" {
 		t.Fatalf("deleted = %+v", del)
 	}
@@ -207,7 +207,7 @@ func testObjectRefusals(t *testing.T, e pgtest.Engine) {
 	b := f.bucket("docs", false)
 	other := func() Bucket {
 		var a BucketAnswer
-		f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_b/buckets", map[string]any{"name": "blog"}).decode(t, &a)
+		f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_b/buckets", map[string]any{"name": "blog"}).Decode(t, &a)
 		return a.Bucket
 	}()
 	f.put(b.ID, "existing", bytes.Repeat([]byte("e"), 900))
@@ -248,8 +248,8 @@ func testObjectRefusals(t *testing.T, e pgtest.Engine) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.call(c.key, c.method, c.path, c.body, c.header...)
-			if r.status != c.status || r.code() != c.code {
-				t.Fatalf("status %d code %q, want %d %q: %s", r.status, r.code(), c.status, c.code, r.body)
+			if r.Status != c.status || r.Code() != c.code {
+				t.Fatalf("status %d code %q, want %d %q: %s", r.Status, r.Code(), c.status, c.code, r.Body)
 			}
 		})
 	}
@@ -258,8 +258,8 @@ func testObjectRefusals(t *testing.T, e pgtest.Engine) {
 	}
 	// A project in teardown keeps its objects readable and deletable only.
 	f.prj.SetStatus("prj_a", projects.StatusTeardownFailed)
-	if r := f.call("dev", "PUT", path+"k", "x"); r.status != 409 || r.code() != "project_teardown_failed" {
-		t.Fatalf("put in teardown: %d %s", r.status, r.body)
+	if r := f.call("dev", "PUT", path+"k", "x"); r.Status != 409 || r.Code() != "project_teardown_failed" {
+		t.Fatalf("put in teardown: %d %s", r.Status, r.Body)
 	}
 	f.must(http.StatusOK, "dev", "GET", path+"existing", nil)
 	f.must(http.StatusOK, "dev", "DELETE", path+"existing", nil)

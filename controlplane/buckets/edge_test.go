@@ -42,7 +42,7 @@ func testPublicBucketsAtTheEdge(t *testing.T, e pgtest.Engine) {
 		}, 3, func() []string { return []string{pub.ID} }},
 		{"a public bucket of another project", func() {
 			var a BucketAnswer
-			f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_b/buckets", map[string]any{"name": "other", "public": true}).decode(t, &a)
+			f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_b/buckets", map[string]any{"name": "other", "public": true}).Decode(t, &a)
 			other = a.Bucket
 		}, 4, func() []string { return []string{pub.ID, other.ID} }},
 		{"deleting a public bucket", func() {
@@ -88,7 +88,7 @@ func testStorageCacheHeaders(t *testing.T, e pgtest.Engine) {
 	o := f.put(pub.ID, "docs/readme.txt", []byte("0123456789"), "Content-Type", "text/plain")
 	f.put(priv.ID, "secret.txt", []byte("hidden"))
 	var signed SignedURL
-	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+priv.ID+"/signed-urls", map[string]any{"key": "secret.txt", "expiresIn": 120}).decode(t, &signed)
+	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+priv.ID+"/signed-urls", map[string]any{"key": "secret.txt", "expiresIn": 120}).Decode(t, &signed)
 	path := "/storage/" + pub.ID + "/docs/readme.txt"
 	etag := `"` + o.ETag + `"`
 	cases := []struct {
@@ -131,11 +131,11 @@ func testStorageCacheHeaders(t *testing.T, e pgtest.Engine) {
 				req.Header.Set(c.header[i], c.header[i+1])
 			}
 			r := f.do(req)
-			if r.status != c.status || (c.status < 400 && string(r.body) != c.body) {
-				t.Fatalf("%d %q, want %d %q", r.status, r.body, c.status, c.body)
+			if r.Status != c.status || (c.status < 400 && string(r.Body) != c.body) {
+				t.Fatalf("%d %q, want %d %q", r.Status, r.Body, c.status, c.body)
 			}
 			for h, want := range c.headers {
-				if got := r.header.Get(h); got != want {
+				if got := r.Header.Get(h); got != want {
 					t.Errorf("%s = %q, want %q", h, got, want)
 				}
 			}

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -133,104 +131,39 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 var t0 = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
 
 // response is an answer of a test server.
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
+type response = areatest.Response
 
-func (r response) code() string {
-	var e struct {
-		Error struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	json.Unmarshal(r.body, &e)
-	return e.Error.Code
-}
-
-func (r response) decode(t *testing.T, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.body, v); err != nil {
-		t.Fatalf("decode %s: %v", r.body, err)
-	}
-}
-
-// call sends a request as key ("" for none); a []byte or string body is
-// sent as is, anything else as JSON. header is name, value pairs.
+// call sends a request as key ("" for none); a []byte, string or
+// io.Reader body is sent as is, anything else as JSON. header is name,
+// value pairs.
 func (f *fixture) call(key, method, path string, body any, header ...string) response {
 	f.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	case []byte:
-		rd = bytes.NewReader(b)
-	case io.Reader:
-		rd = b
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, f.srv.URL+path, rd)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	return f.do(req)
-}
-
-func (f *fixture) do(req *http.Request) response {
-	f.t.Helper()
-	resp, err := f.srv.Client().Do(req)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return response{status: resp.StatusCode, header: resp.Header, body: data}
-}
-
-// get fetches a URL without credentials.
-func (f *fixture) get(rawURL string, header ...string) response {
-	f.t.Helper()
-	if strings.HasPrefix(rawURL, "/") {
-		rawURL = f.srv.URL + rawURL
-	}
-	req, err := http.NewRequest(http.MethodGet, rawURL, nil)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	return f.do(req)
+	return areatest.Call(f.t, f.srv, key, method, path, body, header...)
 }
 
 // must calls and fails the test unless the status is want.
 func (f *fixture) must(want int, key, method, path string, body any, header ...string) response {
 	f.t.Helper()
-	r := f.call(key, method, path, body, header...)
-	if r.status != want {
-		f.t.Fatalf("%s %s as %s: status %d, want %d: %s", method, path, key, r.status, want, r.body)
-	}
-	return r
+	return areatest.Must(f.t, want, f.srv, key, method, path, body, header...)
+}
+
+func (f *fixture) do(req *http.Request) response {
+	f.t.Helper()
+	return areatest.Send(f.t, f.srv.Client(), req)
+}
+
+// get fetches a URL (on the REST server when it starts with "/") without
+// credentials.
+func (f *fixture) get(rawURL string, header ...string) response {
+	f.t.Helper()
+	return areatest.Call(f.t, f.srv, "", http.MethodGet, rawURL, nil, header...)
 }
 
 // bucket creates a bucket in prj_a as dev.
 func (f *fixture) bucket(name string, public bool) Bucket {
 	f.t.Helper()
 	var a BucketAnswer
-	f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_a/buckets", map[string]any{"name": name, "public": public}).decode(f.t, &a)
+	f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_a/buckets", map[string]any{"name": name, "public": public}).Decode(f.t, &a)
 	return a.Bucket
 }
 
@@ -238,7 +171,7 @@ func (f *fixture) bucket(name string, public bool) Bucket {
 func (f *fixture) put(bucketID, key string, data []byte, header ...string) Object {
 	f.t.Helper()
 	var a ObjectAnswer
-	f.must(http.StatusOK, "dev", "PUT", "/api/buckets/"+bucketID+"/objects/"+keyPath(key), data, header...).decode(f.t, &a)
+	f.must(http.StatusOK, "dev", "PUT", "/api/buckets/"+bucketID+"/objects/"+keyPath(key), data, header...).Decode(f.t, &a)
 	return a.Object
 }
 
@@ -246,7 +179,7 @@ func (f *fixture) put(bucketID, key string, data []byte, header ...string) Objec
 func (f *fixture) readBucket(id string) Bucket {
 	f.t.Helper()
 	var a BucketAnswer
-	f.must(http.StatusOK, "viewer", "GET", "/api/buckets/"+id, nil).decode(f.t, &a)
+	f.must(http.StatusOK, "viewer", "GET", "/api/buckets/"+id, nil).Decode(f.t, &a)
 	return a.Bucket
 }
 

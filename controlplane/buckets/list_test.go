@@ -57,7 +57,7 @@ func (f *fixture) walk(bucketID, prefix, delimiter string, limit int) []string {
 			q.Set("cursor", cursor)
 		}
 		var p ObjectPage
-		f.must(http.StatusOK, "viewer", "GET", "/api/buckets/"+bucketID+"/objects?"+q.Encode(), nil).decode(f.t, &p)
+		f.must(http.StatusOK, "viewer", "GET", "/api/buckets/"+bucketID+"/objects?"+q.Encode(), nil).Decode(f.t, &p)
 		if len(p.Objects)+len(p.Prefixes) > limit {
 			f.t.Fatalf("a page of %d holds %d items", limit, len(p.Objects)+len(p.Prefixes))
 		}

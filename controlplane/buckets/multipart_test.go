@@ -31,21 +31,21 @@ func testMultipartREST(t *testing.T, e pgtest.Engine) {
 	b := f.bucket("big", false)
 	var ua UploadAnswer
 	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+b.ID+"/uploads",
-		map[string]any{"key": "video.bin", "contentType": "video/mp4", "metadata": map[string]string{"Take": "2"}}).decode(t, &ua)
+		map[string]any{"key": "video.bin", "contentType": "video/mp4", "metadata": map[string]string{"Take": "2"}}).Decode(t, &ua)
 	up := ua.Upload
 	if up.Key != "video.bin" || !up.ExpiresAt.Equal(t0.Add(DefaultUploadTTL)) || up.Metadata["take"] != "2" {
 		t.Fatalf("upload = %+v", up)
 	}
 	parts := [][]byte{bytes.Repeat([]byte("1"), 12), bytes.Repeat([]byte("2"), 10), []byte("end")}
 	var pa PartAnswer
-	f.must(http.StatusOK, "dev", "PUT", partPath(b.ID, up.ID, 3), parts[2]).decode(t, &pa)
-	f.must(http.StatusOK, "dev", "PUT", partPath(b.ID, up.ID, 1), []byte("first try")).decode(t, &pa)
-	f.must(http.StatusOK, "dev", "PUT", partPath(b.ID, up.ID, 1), parts[0]).decode(t, &pa)
+	f.must(http.StatusOK, "dev", "PUT", partPath(b.ID, up.ID, 3), parts[2]).Decode(t, &pa)
+	f.must(http.StatusOK, "dev", "PUT", partPath(b.ID, up.ID, 1), []byte("first try")).Decode(t, &pa)
+	f.must(http.StatusOK, "dev", "PUT", partPath(b.ID, up.ID, 1), parts[0]).Decode(t, &pa)
 	if pa.Part.PartNumber != 1 || pa.Part.Size != 12 || pa.Part.ETag != fmt.Sprintf("%x", md5.Sum(parts[0])) {
 		t.Fatalf("part = %+v", pa.Part)
 	}
 	// Resume: the upload lists what it has; part 2 is missing.
-	f.must(http.StatusOK, "viewer", "GET", "/api/buckets/"+b.ID+"/uploads/"+up.ID, nil).decode(t, &ua)
+	f.must(http.StatusOK, "viewer", "GET", "/api/buckets/"+b.ID+"/uploads/"+up.ID, nil).Decode(t, &ua)
 	if len(ua.Upload.Parts) != 2 || ua.Upload.Parts[0].PartNumber != 1 || ua.Upload.Parts[1].PartNumber != 3 {
 		t.Fatalf("parts so far = %+v", ua.Upload.Parts)
 	}
@@ -61,19 +61,19 @@ func testMultipartREST(t *testing.T, e pgtest.Engine) {
 		named = append(named, CompletePart{PartNumber: i + 1, ETag: fmt.Sprintf(`"%x"`, m)})
 	}
 	var oa ObjectAnswer
-	f.must(http.StatusOK, "dev", "POST", "/api/buckets/"+b.ID+"/uploads/"+up.ID+"/complete", map[string]any{"parts": named}).decode(t, &oa)
+	f.must(http.StatusOK, "dev", "POST", "/api/buckets/"+b.ID+"/uploads/"+up.ID+"/complete", map[string]any{"parts": named}).Decode(t, &oa)
 	if oa.Object.Size != 25 || oa.Object.Parts != 3 || oa.Object.ETag != multipartETag(md5s) || oa.Object.ContentType != "video/mp4" {
 		t.Fatalf("object = %+v", oa.Object)
 	}
 	whole := bytes.Join(parts, nil)
 	r := f.must(http.StatusOK, "dev", "GET", "/api/buckets/"+b.ID+"/objects/video.bin", nil)
-	if !bytes.Equal(r.body, whole) || r.header.Get("Etag") != `"`+multipartETag(md5s)+`"` {
-		t.Fatalf("read %q etag %s", r.body, r.header.Get("Etag"))
+	if !bytes.Equal(r.Body, whole) || r.Header.Get("Etag") != `"`+multipartETag(md5s)+`"` {
+		t.Fatalf("read %q etag %s", r.Body, r.Header.Get("Etag"))
 	}
 	for _, rg := range [][2]int{{0, 0}, {10, 14}, {11, 23}, {21, 24}, {5, 24}} {
 		r := f.must(http.StatusPartialContent, "dev", "GET", "/api/buckets/"+b.ID+"/objects/video.bin", nil, "Range", fmt.Sprintf("bytes=%d-%d", rg[0], rg[1]))
-		if !bytes.Equal(r.body, whole[rg[0]:rg[1]+1]) {
-			t.Fatalf("range %v = %q, want %q", rg, r.body, whole[rg[0]:rg[1]+1])
+		if !bytes.Equal(r.Body, whole[rg[0]:rg[1]+1]) {
+			t.Fatalf("range %v = %q, want %q", rg, r.Body, whole[rg[0]:rg[1]+1])
 		}
 	}
 	if got := f.readBucket(b.ID); got.UploadBytes != 0 || got.Bytes != 25 || got.Objects != 1 {
@@ -96,7 +96,7 @@ func testMultipartRefusals(t *testing.T, e pgtest.Engine) {
 	f := newFixture(t, e, Config{MinPartBytes: 10, MaxPartBytes: 100, BytesPerPlan: map[plans.Name]int64{plans.Hobby: 110}}, t0)
 	b := f.bucket("big", false)
 	var ua UploadAnswer
-	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+b.ID+"/uploads", map[string]any{"key": "k"}).decode(t, &ua)
+	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+b.ID+"/uploads", map[string]any{"key": "k"}).Decode(t, &ua)
 	up := ua.Upload.ID
 	p1, p2 := bytes.Repeat([]byte("a"), 10), []byte("short")
 	f.must(http.StatusOK, "dev", "PUT", partPath(b.ID, up, 1), p2) // part 1 too small to be anything but last
@@ -127,18 +127,18 @@ func testMultipartRefusals(t *testing.T, e pgtest.Engine) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.call(c.key, c.method, c.path, c.body)
-			if r.status != c.status || r.code() != c.code {
-				t.Fatalf("status %d code %q, want %d %q: %s", r.status, r.code(), c.status, c.code, r.body)
+			if r.Status != c.status || r.Code() != c.code {
+				t.Fatalf("status %d code %q, want %d %q: %s", r.Status, r.Code(), c.status, c.code, r.Body)
 			}
 		})
 	}
-	f.must(http.StatusOK, "viewer", "GET", "/api/buckets/"+b.ID+"/uploads/"+up, nil).decode(t, &ua)
+	f.must(http.StatusOK, "viewer", "GET", "/api/buckets/"+b.ID+"/uploads/"+up, nil).Decode(t, &ua)
 	if len(ua.Upload.Parts) != 3 || f.count("storage_objects") != 0 {
 		t.Fatalf("after refusals: %d parts, %d objects", len(ua.Upload.Parts), f.count("storage_objects"))
 	}
 	// Parts 2 and 3 make the object; part 1, not named, is dropped.
 	var oa ObjectAnswer
-	f.must(http.StatusOK, "dev", "POST", complete, map[string]any{"parts": []CompletePart{{2, etag(p1)}, {3, etag(p2)}}}).decode(t, &oa)
+	f.must(http.StatusOK, "dev", "POST", complete, map[string]any{"parts": []CompletePart{{2, etag(p1)}, {3, etag(p2)}}}).Decode(t, &oa)
 	if got := f.readBucket(b.ID); oa.Object.Size != 15 || got.Bytes != 15 || got.UploadBytes != 0 {
 		t.Fatalf("object %+v, bucket %+v", oa.Object, got)
 	}
@@ -153,8 +153,8 @@ func testUploadExpiry(t *testing.T, e pgtest.Engine) {
 	f := newFixture(t, e, Config{UploadTTL: time.Hour}, t0)
 	b := f.bucket("big", false)
 	var old, aborted UploadAnswer
-	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+b.ID+"/uploads", map[string]any{"key": "a"}).decode(t, &old)
-	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+b.ID+"/uploads", map[string]any{"key": "b"}).decode(t, &aborted)
+	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+b.ID+"/uploads", map[string]any{"key": "a"}).Decode(t, &old)
+	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+b.ID+"/uploads", map[string]any{"key": "b"}).Decode(t, &aborted)
 	f.must(http.StatusOK, "dev", "PUT", partPath(b.ID, old.Upload.ID, 1), "12345")
 	f.must(http.StatusOK, "dev", "PUT", partPath(b.ID, aborted.Upload.ID, 1), "678")
 	f.must(http.StatusOK, "dev", "DELETE", "/api/buckets/"+b.ID+"/uploads/"+aborted.Upload.ID, nil)
@@ -168,8 +168,8 @@ func testUploadExpiry(t *testing.T, e pgtest.Engine) {
 	}
 	f.must(http.StatusOK, "dev", "PUT", partPath(b.ID, old.Upload.ID, 2), "x")
 	f.clk.Advance(time.Minute)
-	if r := f.call("dev", "PUT", partPath(b.ID, old.Upload.ID, 3), "x"); r.status != 404 || r.code() != "upload_not_found" {
-		t.Fatalf("part after expiry: %d %s", r.status, r.body)
+	if r := f.call("dev", "PUT", partPath(b.ID, old.Upload.ID, 3), "x"); r.Status != 404 || r.Code() != "upload_not_found" {
+		t.Fatalf("part after expiry: %d %s", r.Status, r.Body)
 	}
 	if n, err := f.svc.Sweep(context.Background()); err != nil || n != 1 {
 		t.Fatalf("sweep after expiry: %d, %v", n, err)

@@ -63,7 +63,7 @@ func (p *payloadModes) list() []string {
 func (f *fixture) key(body map[string]any) CreatedKey {
 	f.t.Helper()
 	var ck CreatedKey
-	f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_a/storage-keys", body).decode(f.t, &ck)
+	f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_a/storage-keys", body).Decode(f.t, &ck)
 	return ck
 }
 
@@ -286,33 +286,33 @@ func testS3MinioClient(t *testing.T, e pgtest.Engine) {
 		t.Fatal(err)
 	}
 	resp := httpDo(t, http.MethodGet, getURL.String(), nil)
-	if resp.status != http.StatusOK || !bytes.Equal(resp.body, data) || resp.header.Get("Content-Disposition") != "attachment" {
-		t.Fatalf("presigned GET: %d, %d bytes, %v", resp.status, len(resp.body), resp.header)
+	if resp.Status != http.StatusOK || !bytes.Equal(resp.Body, data) || resp.Header.Get("Content-Disposition") != "attachment" {
+		t.Fatalf("presigned GET: %d, %d bytes, %v", resp.Status, len(resp.Body), resp.Header)
 	}
-	if resp := httpDo(t, http.MethodPut, putURL.String(), []byte("from a browser")); resp.status != http.StatusOK {
-		t.Fatalf("presigned PUT: %d %s", resp.status, resp.body)
+	if resp := httpDo(t, http.MethodPut, putURL.String(), []byte("from a browser")); resp.Status != http.StatusOK {
+		t.Fatalf("presigned PUT: %d %s", resp.Status, resp.Body)
 	}
 	// The URLs were signed with the client's (real) time: move the server's
 	// clock just past their minute.
 	f.clk.Set(time.Now().UTC().Add(time.Minute + 2*time.Second))
-	if resp := httpDo(t, http.MethodGet, getURL.String(), nil); resp.status != http.StatusForbidden || xmlCode(resp.body) != "AccessDenied" {
-		t.Fatalf("expired presigned GET: %d %s", resp.status, resp.body)
+	if resp := httpDo(t, http.MethodGet, getURL.String(), nil); resp.Status != http.StatusForbidden || xmlCode(resp.Body) != "AccessDenied" {
+		t.Fatalf("expired presigned GET: %d %s", resp.Status, resp.Body)
 	}
-	if resp := httpDo(t, http.MethodPut, putURL.String(), []byte("again")); resp.status != http.StatusForbidden {
-		t.Fatalf("expired presigned PUT: %d %s", resp.status, resp.body)
+	if resp := httpDo(t, http.MethodPut, putURL.String(), []byte("again")); resp.Status != http.StatusForbidden {
+		t.Fatalf("expired presigned PUT: %d %s", resp.Status, resp.Body)
 	}
 	f.clk.Set(time.Now().UTC())
 
 	// The key's last use shows, to the minute.
 	var kl KeyList
-	f.must(http.StatusOK, "viewer", "GET", "/api/projects/prj_a/storage-keys", nil).decode(t, &kl)
+	f.must(http.StatusOK, "viewer", "GET", "/api/projects/prj_a/storage-keys", nil).Decode(t, &kl)
 	if len(kl.Keys) != 1 || kl.Keys[0].ID != ck.Key.ID || kl.Keys[0].LastUsedAt == nil {
 		t.Fatalf("keys after use = %+v", kl.Keys)
 	}
 
 	// What the REST API sees matches.
 	var a BucketAnswer
-	f.must(http.StatusOK, "viewer", "GET", "/api/buckets/"+bucketID(t, f, "photos"), nil).decode(t, &a)
+	f.must(http.StatusOK, "viewer", "GET", "/api/buckets/"+bucketID(t, f, "photos"), nil).Decode(t, &a)
 	want := int64(len(data)) + int64(len("2026/dog.jpg")+len("a b+c?.txt")) + int64(len(big)) + 5<<20 + 4 + int64(len("from a browser"))
 	if a.Bucket.Objects != 6 || a.Bucket.Bytes != want || a.Bucket.UploadBytes != 0 {
 		t.Fatalf("bucket = %+v, want 6 objects, %d bytes", a.Bucket, want)
@@ -346,7 +346,7 @@ func httpDo(t *testing.T, method, rawURL string, body []byte) response {
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	return response{status: resp.StatusCode, header: resp.Header, body: data}
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: data}
 }
 
 // xmlCode is the Code of an S3 error document.

@@ -70,7 +70,7 @@ func (f *fixture) s3Raw(c s3Call) response {
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	return response{status: resp.StatusCode, header: resp.Header, body: data}
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: data}
 }
 
 // TestS3Refusals: every refusal of the S3 surface answers S3's error code
@@ -96,8 +96,8 @@ func testS3Refusals(t *testing.T, e pgtest.Engine) {
 	revoked := f.key(map[string]any{"name": "revoked"})
 	f.must(http.StatusOK, "dev", "DELETE", "/api/storage-keys/"+revoked.Key.ID, nil)
 	id, secret := full.Key.ID, full.SecretAccessKey
-	if r := f.s3Raw(s3Call{method: "PUT", path: "/main/kept", body: []byte("kept"), id: id, secret: secret}); r.status != 200 {
-		t.Fatalf("a valid put: %d %s", r.status, r.body)
+	if r := f.s3Raw(s3Call{method: "PUT", path: "/main/kept", body: []byte("kept"), id: id, secret: secret}); r.Status != 200 {
+		t.Fatalf("a valid put: %d %s", r.Status, r.Body)
 	}
 	wrongMD5 := md5.Sum([]byte("other"))
 	chunked := func(r *http.Request) { r.ContentLength = -1; r.Body = io.NopCloser(strings.NewReader("abc")) }
@@ -167,10 +167,10 @@ func testS3Refusals(t *testing.T, e pgtest.Engine) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.s3Raw(c.call)
-			if r.status != c.status || (c.call.method != "HEAD" && xmlCode(r.body) != c.code) {
-				t.Fatalf("status %d code %q, want %d %q: %s", r.status, xmlCode(r.body), c.status, c.code, r.body)
+			if r.Status != c.status || (c.call.method != "HEAD" && xmlCode(r.Body) != c.code) {
+				t.Fatalf("status %d code %q, want %d %q: %s", r.Status, xmlCode(r.Body), c.status, c.code, r.Body)
 			}
-			if r.header.Get("X-Amz-Request-Id") == "" {
+			if r.Header.Get("X-Amz-Request-Id") == "" {
 				t.Error("no request id")
 			}
 		})
@@ -181,19 +181,19 @@ func testS3Refusals(t *testing.T, e pgtest.Engine) {
 		req, _ := http.NewRequest("GET", f.s3.URL+"/main/kept", nil)
 		return signer.PreSignV4(*req, id, secret, "", "us-east-1", expires)
 	}
-	if r := doReq(t, presign(int64(MaxSignedURLTTL/time.Second)+1)); r.status != 400 || xmlCode(r.body) != "AuthorizationQueryParametersError" {
-		t.Fatalf("presigned for 8 days: %d %s", r.status, r.body)
+	if r := doReq(t, presign(int64(MaxSignedURLTTL/time.Second)+1)); r.Status != 400 || xmlCode(r.Body) != "AuthorizationQueryParametersError" {
+		t.Fatalf("presigned for 8 days: %d %s", r.Status, r.Body)
 	}
 	both := presign(60)
 	both.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential="+id+"/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature="+strings.Repeat("0", 64))
-	if r := doReq(t, both); r.status != 400 || xmlCode(r.body) != "InvalidArgument" {
-		t.Fatalf("signed twice: %d %s", r.status, r.body)
+	if r := doReq(t, both); r.Status != 400 || xmlCode(r.Body) != "InvalidArgument" {
+		t.Fatalf("signed twice: %d %s", r.Status, r.Body)
 	}
 
 	// The server's clock 20 minutes away from the client's.
 	f.clk.Set(time.Now().UTC().Add(20 * time.Minute))
-	if r := f.s3Raw(s3Call{method: "GET", path: "/main/kept", id: id, secret: secret}); r.status != 403 || xmlCode(r.body) != "RequestTimeTooSkewed" {
-		t.Fatalf("skewed: %d %s", r.status, r.body)
+	if r := f.s3Raw(s3Call{method: "GET", path: "/main/kept", id: id, secret: secret}); r.Status != 403 || xmlCode(r.Body) != "RequestTimeTooSkewed" {
+		t.Fatalf("skewed: %d %s", r.Status, r.Body)
 	}
 	f.clk.Set(time.Now().UTC())
 
@@ -202,8 +202,8 @@ func testS3Refusals(t *testing.T, e pgtest.Engine) {
 	req.ContentLength = 12
 	req.Header.Set("X-Amz-Content-Sha256", streamingUnsignedTrailer)
 	req = signer.SignV4Trailer(*req, id, secret, "", "us-east-1", http.Header{"x-amz-checksum-crc32": {"AAAAAA=="}})
-	if r := doReq(t, req); r.status != 400 || xmlCode(r.body) != "BadDigest" {
-		t.Fatalf("wrong trailer checksum: %d %s", r.status, r.body)
+	if r := doReq(t, req); r.Status != 400 || xmlCode(r.Body) != "BadDigest" {
+		t.Fatalf("wrong trailer checksum: %d %s", r.Status, r.Body)
 	}
 
 	// Multipart errors, through minio-go's Core calls.
@@ -246,11 +246,11 @@ func testS3Refusals(t *testing.T, e pgtest.Engine) {
 
 	// A project in teardown: reads and deletes only.
 	f.prj.SetStatus("prj_a", projects.StatusTeardownFailed)
-	if r := f.s3Raw(s3Call{method: "PUT", path: "/main/k", body: []byte("x"), id: id, secret: secret}); r.status != 409 || xmlCode(r.body) != "OperationAborted" {
-		t.Fatalf("put in teardown: %d %s", r.status, r.body)
+	if r := f.s3Raw(s3Call{method: "PUT", path: "/main/k", body: []byte("x"), id: id, secret: secret}); r.Status != 409 || xmlCode(r.Body) != "OperationAborted" {
+		t.Fatalf("put in teardown: %d %s", r.Status, r.Body)
 	}
-	if r := f.s3Raw(s3Call{method: "GET", path: "/main/kept", id: id, secret: secret}); r.status != 200 || string(r.body) != "kept" {
-		t.Fatalf("get in teardown: %d %s", r.status, r.body)
+	if r := f.s3Raw(s3Call{method: "GET", path: "/main/kept", id: id, secret: secret}); r.Status != 200 || string(r.Body) != "kept" {
+		t.Fatalf("get in teardown: %d %s", r.Status, r.Body)
 	}
 	f.prj.SetStatus("prj_a", projects.StatusActive)
 
@@ -269,7 +269,7 @@ func doReq(t *testing.T, req *http.Request) response {
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	return response{status: resp.StatusCode, header: resp.Header, body: data}
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: data}
 }
 
 // TestS3Prefix: mounted under a path prefix, the surface checks
@@ -296,8 +296,8 @@ func TestS3Prefix(t *testing.T) {
 				method, body = "PUT", []byte("prefixed")
 			}
 			r := f.s3Raw(s3Call{method: method, path: c.path, body: body, id: ck.Key.ID, secret: ck.SecretAccessKey})
-			if r.status != c.status || (c.code != "" && xmlCode(r.body) != c.code) {
-				t.Fatalf("status %d %s, want %d %s", r.status, r.body, c.status, c.code)
+			if r.Status != c.status || (c.code != "" && xmlCode(r.Body) != c.code) {
+				t.Fatalf("status %d %s, want %d %s", r.Status, r.Body, c.status, c.code)
 			}
 		})
 	}
@@ -325,8 +325,8 @@ func TestS3TamperedChunk(t *testing.T) {
 	i := bytes.Index(signed, []byte("dddd")) + 70_000 // inside the second chunk
 	signed[i] = 'e'
 	req.Body = io.NopCloser(bytes.NewReader(signed))
-	if r := doReq(t, req); r.status != 403 || xmlCode(r.body) != "SignatureDoesNotMatch" {
-		t.Fatalf("tampered chunk: %d %s", r.status, r.body)
+	if r := doReq(t, req); r.Status != 403 || xmlCode(r.Body) != "SignatureDoesNotMatch" {
+		t.Fatalf("tampered chunk: %d %s", r.Status, r.Body)
 	}
 
 	if n, b := f.count("storage_objects"), f.blobCount(); n != 0 || b != 0 {

@@ -23,17 +23,17 @@ func testSignedURL(t *testing.T, e pgtest.Engine) {
 	f.put(b.ID, "report.pdf", []byte("secret bytes"), "Content-Type", "application/pdf")
 	f.put(b.ID, "a/../b", []byte("dots"))
 	var su SignedURL
-	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+b.ID+"/signed-urls", map[string]any{"key": "report.pdf", "expiresIn": 600}).decode(t, &su)
+	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+b.ID+"/signed-urls", map[string]any{"key": "report.pdf", "expiresIn": 600}).Decode(t, &su)
 	if !su.ExpiresAt.Equal(t0.Add(10*time.Minute)) || !strings.HasPrefix(su.URL, "/storage/"+b.ID+"/report.pdf?expires=") {
 		t.Fatalf("signed = %+v", su)
 	}
 	r := f.get(su.URL)
-	if r.status != http.StatusOK || string(r.body) != "secret bytes" || r.header.Get("Content-Type") != "application/pdf" ||
-		r.header.Get("Cache-Control") != "private, max-age=600" || r.header.Get("Content-Security-Policy") != "sandbox" {
-		t.Fatalf("fetch: %d %q %v", r.status, r.body, r.header)
+	if r.Status != http.StatusOK || string(r.Body) != "secret bytes" || r.Header.Get("Content-Type") != "application/pdf" ||
+		r.Header.Get("Cache-Control") != "private, max-age=600" || r.Header.Get("Content-Security-Policy") != "sandbox" {
+		t.Fatalf("fetch: %d %q %v", r.Status, r.Body, r.Header)
 	}
-	if r := f.get(su.URL, "Range", "bytes=0-5"); r.status != http.StatusPartialContent || string(r.body) != "secret" {
-		t.Fatalf("range: %d %q", r.status, r.body)
+	if r := f.get(su.URL, "Range", "bytes=0-5"); r.Status != http.StatusPartialContent || string(r.Body) != "secret" {
+		t.Fatalf("range: %d %q", r.Status, r.Body)
 	}
 	u, _ := url.Parse(su.URL)
 	q := u.Query()
@@ -60,26 +60,26 @@ func testSignedURL(t *testing.T, e pgtest.Engine) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.get(c.url)
-			if r.status != c.status || r.code() != c.code {
-				t.Fatalf("status %d code %q, want %d %q: %s", r.status, r.code(), c.status, c.code, r.body)
+			if r.Status != c.status || r.Code() != c.code {
+				t.Fatalf("status %d code %q, want %d %q: %s", r.Status, r.Code(), c.status, c.code, r.Body)
 			}
 		})
 	}
 	// A key with a ".." segment is served through its encoded path.
 	var dots SignedURL
-	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+b.ID+"/signed-urls", map[string]any{"key": "a/../b"}).decode(t, &dots)
-	if r := f.get(dots.URL); r.status != http.StatusOK || string(r.body) != "dots" {
-		t.Fatalf("dot key: %d %s (%s)", r.status, r.body, dots.URL)
+	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+b.ID+"/signed-urls", map[string]any{"key": "a/../b"}).Decode(t, &dots)
+	if r := f.get(dots.URL); r.Status != http.StatusOK || string(r.Body) != "dots" {
+		t.Fatalf("dot key: %d %s (%s)", r.Status, r.Body, dots.URL)
 	}
 	// The clock passes the expiry: refused.
 	f.clk.Advance(10*time.Minute + time.Second)
-	if r := f.get(su.URL); r.status != http.StatusForbidden || r.code() != "url_expired" {
-		t.Fatalf("after expiry: %d %s", r.status, r.body)
+	if r := f.get(su.URL); r.Status != http.StatusForbidden || r.Code() != "url_expired" {
+		t.Fatalf("after expiry: %d %s", r.Status, r.Body)
 	}
 	// Replacing the signing key voids a URL still in its time.
 	f.must(http.StatusOK, "dev", "POST", "/api/buckets/"+b.ID+"/signing-key", nil)
-	if r := f.get(dots.URL); r.status != http.StatusForbidden || r.code() != "invalid_signature" {
-		t.Fatalf("after rotation: %d %s", r.status, r.body)
+	if r := f.get(dots.URL); r.Status != http.StatusForbidden || r.Code() != "invalid_signature" {
+		t.Fatalf("after rotation: %d %s", r.Status, r.Body)
 	}
 	// Signing refusals.
 	for _, c := range []struct {
@@ -98,8 +98,8 @@ func testSignedURL(t *testing.T, e pgtest.Engine) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.call(c.key, "POST", "/api/buckets/"+b.ID+"/signed-urls", c.body)
-			if r.status != c.status || r.code() != c.code {
-				t.Fatalf("status %d code %q, want %d %q: %s", r.status, r.code(), c.status, c.code, r.body)
+			if r.Status != c.status || r.Code() != c.code {
+				t.Fatalf("status %d code %q, want %d %q: %s", r.Status, r.Code(), c.status, c.code, r.Body)
 			}
 		})
 	}
@@ -121,25 +121,25 @@ func testPublicBucket(t *testing.T, e pgtest.Engine) {
 	r := f.get(o.URL)
 	for h, want := range map[string]string{"Cache-Control": DefaultPublicCacheControl, "Access-Control-Allow-Origin": "*",
 		"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff", "Content-Type": "image/svg+xml", "X-Meta-Alt": "logo"} {
-		if got := r.header.Get(h); got != want {
+		if got := r.Header.Get(h); got != want {
 			t.Errorf("%s = %q, want %q", h, got, want)
 		}
 	}
-	if r.status != http.StatusOK || string(r.body) != "<svg/>" {
-		t.Fatalf("public fetch: %d %q", r.status, r.body)
+	if r.Status != http.StatusOK || string(r.Body) != "<svg/>" {
+		t.Fatalf("public fetch: %d %q", r.Status, r.Body)
 	}
-	if r := f.get("/storage/" + b.ID + "/cached.css"); r.header.Get("Cache-Control") != "public, max-age=31536000, immutable" {
-		t.Fatalf("stored Cache-Control: %q", r.header.Get("Cache-Control"))
+	if r := f.get("/storage/" + b.ID + "/cached.css"); r.Header.Get("Cache-Control") != "public, max-age=31536000, immutable" {
+		t.Fatalf("stored Cache-Control: %q", r.Header.Get("Cache-Control"))
 	}
-	if r := f.get("/storage/"+b.ID+"/img/logo.svg", "If-None-Match", r.header.Get("Etag")); r.status != http.StatusNotModified {
-		t.Fatalf("revalidation: %d", r.status)
+	if r := f.get("/storage/"+b.ID+"/img/logo.svg", "If-None-Match", r.Header.Get("Etag")); r.Status != http.StatusNotModified {
+		t.Fatalf("revalidation: %d", r.Status)
 	}
-	if r := f.get("/storage/" + b.ID + "/missing"); r.status != http.StatusNotFound {
-		t.Fatalf("missing object: %d", r.status)
+	if r := f.get("/storage/" + b.ID + "/missing"); r.Status != http.StatusNotFound {
+		t.Fatalf("missing object: %d", r.Status)
 	}
 	f.must(http.StatusOK, "dev", "PATCH", "/api/buckets/"+b.ID, map[string]any{"public": false})
-	if r := f.get(o.URL); r.status != http.StatusNotFound {
-		t.Fatalf("after making it private: %d", r.status)
+	if r := f.get(o.URL); r.Status != http.StatusNotFound {
+		t.Fatalf("after making it private: %d", r.Status)
 	}
 }
 

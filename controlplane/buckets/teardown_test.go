@@ -23,7 +23,7 @@ func testAccessKeys(t *testing.T, e pgtest.Engine) {
 	f := newFixture(t, e, Config{KeysPerProject: 2}, t0)
 	var ck CreatedKey
 	f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_a/storage-keys",
-		map[string]any{"name": "backup job", "readOnly": true, "buckets": []string{"photos", "docs", "photos"}}).decode(t, &ck)
+		map[string]any{"name": "backup job", "readOnly": true, "buckets": []string{"photos", "docs", "photos"}}).Decode(t, &ck)
 	if len(ck.Key.ID) != 20 || !strings.HasPrefix(ck.Key.ID, "SVC") || len(ck.SecretAccessKey) != 40 || !ck.Key.ReadOnly ||
 		strings.Join(ck.Key.Buckets, ",") != "docs,photos" || ck.Region != DefaultRegion {
 		t.Fatalf("created = %+v", ck)
@@ -36,11 +36,11 @@ func testAccessKeys(t *testing.T, e pgtest.Engine) {
 		t.Fatal("the secret is stored in the clear")
 	}
 	r := f.must(http.StatusOK, "viewer", "GET", "/api/projects/prj_a/storage-keys", nil)
-	if strings.Contains(string(r.body), ck.SecretAccessKey) {
+	if strings.Contains(string(r.Body), ck.SecretAccessKey) {
 		t.Fatal("the listing shows the secret")
 	}
 	var l KeyList
-	r.decode(t, &l)
+	r.Decode(t, &l)
 	if len(l.Keys) != 1 || l.Keys[0].ID != ck.Key.ID || l.Keys[0].LastUsedAt != nil {
 		t.Fatalf("list = %+v", l)
 	}
@@ -64,8 +64,8 @@ func testAccessKeys(t *testing.T, e pgtest.Engine) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.call(c.key, c.method, c.path, c.body)
-			if r.status != c.status || r.code() != c.code {
-				t.Fatalf("status %d code %q, want %d %q: %s", r.status, r.code(), c.status, c.code, r.body)
+			if r.Status != c.status || r.Code() != c.code {
+				t.Fatalf("status %d code %q, want %d %q: %s", r.Status, r.Code(), c.status, c.code, r.Body)
 			}
 		})
 	}
@@ -107,17 +107,17 @@ func testTeardownAndBlobCleanup(t *testing.T, e pgtest.Engine) {
 	b := f.bucket("data", false)
 	f.put(b.ID, "single", []byte("one blob"))
 	var ua UploadAnswer
-	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+b.ID+"/uploads", map[string]any{"key": "multi"}).decode(t, &ua)
+	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+b.ID+"/uploads", map[string]any{"key": "multi"}).Decode(t, &ua)
 	var p1, p2 PartAnswer
-	f.must(http.StatusOK, "dev", "PUT", partPath(b.ID, ua.Upload.ID, 1), "part one").decode(t, &p1)
-	f.must(http.StatusOK, "dev", "PUT", partPath(b.ID, ua.Upload.ID, 2), "part two").decode(t, &p2)
+	f.must(http.StatusOK, "dev", "PUT", partPath(b.ID, ua.Upload.ID, 1), "part one").Decode(t, &p1)
+	f.must(http.StatusOK, "dev", "PUT", partPath(b.ID, ua.Upload.ID, 2), "part two").Decode(t, &p2)
 	f.must(http.StatusOK, "dev", "POST", "/api/buckets/"+b.ID+"/uploads/"+ua.Upload.ID+"/complete",
 		map[string]any{"parts": []CompletePart{{1, p1.Part.ETag}, {2, p2.Part.ETag}}})
-	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+b.ID+"/uploads", map[string]any{"key": "pending"}).decode(t, &ua)
+	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+b.ID+"/uploads", map[string]any{"key": "pending"}).Decode(t, &ua)
 	f.must(http.StatusOK, "dev", "PUT", partPath(b.ID, ua.Upload.ID, 1), "pending part")
 	f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_a/storage-keys", map[string]any{"name": "k"})
 	var other BucketAnswer
-	f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_b/buckets", map[string]any{"name": "kept"}).decode(t, &other)
+	f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_b/buckets", map[string]any{"name": "kept"}).Decode(t, &other)
 	f.put(other.Bucket.ID, "x", []byte("another project's"))
 	if n := f.blobCount(); n != 5 {
 		t.Fatalf("blobs = %d, want 5", n)
@@ -155,7 +155,7 @@ func TestSizesAndCounts(t *testing.T) {
 	f.put(b.ID, "a", []byte("12345"))
 	f.put(b.ID, "b", []byte("678"))
 	var ua UploadAnswer
-	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+b.ID+"/uploads", map[string]any{"key": "c"}).decode(t, &ua)
+	f.must(http.StatusCreated, "dev", "POST", "/api/buckets/"+b.ID+"/uploads", map[string]any{"key": "c"}).Decode(t, &ua)
 	f.must(http.StatusOK, "dev", "PUT", partPath(b.ID, ua.Upload.ID, 1), "90")
 	sizes, err := f.svc.Sizes(context.Background(), "ws_a")
 	if err != nil {

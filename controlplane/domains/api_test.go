@@ -100,12 +100,12 @@ func TestLifecycle(t *testing.T) {
 
 		// Reading: list, one, as a viewer and the project's key.
 		var l CustomDomainList
-		f.must(http.StatusOK, "viewer", "GET", "/api/projects/prj_a/domains", nil).decode(t, &l)
+		f.must(http.StatusOK, "viewer", "GET", "/api/projects/prj_a/domains", nil).Decode(t, &l)
 		if len(l.Domains) != 1 || l.Domains[0].ID != d.ID || l.Domains[0].State != StateVerified {
 			t.Fatalf("list: %+v", l)
 		}
 		var a CustomDomainAnswer
-		f.must(http.StatusOK, "prjkey", "GET", "/api/domains/"+d.ID, nil).decode(t, &a)
+		f.must(http.StatusOK, "prjkey", "GET", "/api/domains/"+d.ID, nil).Decode(t, &a)
 		if a.Domain.Name != "shop.example" || a.Domain.Records[0].Status != StatusMissing {
 			t.Fatalf("get: %+v", a.Domain)
 		}
@@ -156,7 +156,7 @@ func TestTaken(t *testing.T) {
 		f := newFixture(t, e, Config{})
 		// ws_b adds the name first; both are pending.
 		var early CustomDomainAnswer
-		f.must(http.StatusCreated, "stranger", "POST", "/api/projects/prj_c/domains", map[string]any{"name": "shop.example"}).decode(t, &early)
+		f.must(http.StatusCreated, "stranger", "POST", "/api/projects/prj_c/domains", map[string]any{"name": "shop.example"}).Decode(t, &early)
 		d := f.add("prj_a", "shop.example", RedirectWWW)
 		f.publish(d)
 		if got := f.verify("dev", d.ID, http.StatusOK); got.State != StateVerified {
@@ -164,12 +164,12 @@ func TestTaken(t *testing.T) {
 		}
 		// The other workspace publishes its own token: still refused.
 		f.dns.TXT(early.Domain.Records[0].Name, early.Domain.Records[0].Value)
-		if r := f.must(http.StatusConflict, "stranger", "POST", "/api/domains/"+early.Domain.ID+"/verify", nil); r.code() != "domain_taken" ||
-			strings.Contains(string(r.body), "prj_a") {
-			t.Fatalf("verify taken: %s", r.body)
+		if r := f.must(http.StatusConflict, "stranger", "POST", "/api/domains/"+early.Domain.ID+"/verify", nil); r.Code() != "domain_taken" ||
+			strings.Contains(string(r.Body), "prj_a") {
+			t.Fatalf("verify taken: %s", r.Body)
 		}
 		var a CustomDomainAnswer
-		f.must(http.StatusOK, "stranger", "GET", "/api/domains/"+early.Domain.ID, nil).decode(t, &a)
+		f.must(http.StatusOK, "stranger", "GET", "/api/domains/"+early.Domain.ID, nil).Decode(t, &a)
 		if a.Domain.State != StatePending || !strings.Contains(a.Domain.Problem, "in use by another project") {
 			t.Fatalf("taken finding: %+v", a.Domain)
 		}
@@ -185,8 +185,8 @@ func TestTaken(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				r := f.call(tc.key, "POST", "/api/projects/"+tc.project+"/domains", map[string]any{"name": tc.domain})
-				if r.status != http.StatusConflict || r.code() != tc.code {
-					t.Fatalf("%d %s, want 409 %s", r.status, r.body, tc.code)
+				if r.Status != http.StatusConflict || r.Code() != tc.code {
+					t.Fatalf("%d %s, want 409 %s", r.Status, r.Body, tc.code)
 				}
 			})
 		}
@@ -243,8 +243,8 @@ func TestRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := f.call(tc.key, tc.method, tc.path, tc.body)
-			if r.status != tc.status || tc.code != "" && r.code() != tc.code {
-				t.Fatalf("%d %s, want %d %s", r.status, r.body, tc.status, tc.code)
+			if r.Status != tc.status || tc.code != "" && r.Code() != tc.code {
+				t.Fatalf("%d %s, want %d %s", r.Status, r.Body, tc.status, tc.code)
 			}
 		})
 	}
@@ -260,12 +260,12 @@ func TestDNSUnavailable(t *testing.T) {
 	f := newFixture(t, pgtest.Engines()[0], Config{})
 	d := f.add("prj_a", "app.shop.example", "")
 	f.dns.Failing("_platform-challenge.app.shop.example", true)
-	if r := f.must(http.StatusServiceUnavailable, "dev", "POST", "/api/domains/"+d.ID+"/verify", nil); r.code() != "dns_unavailable" ||
-		strings.Contains(string(r.body), "127.0.0.1") {
-		t.Fatalf("%s", r.body)
+	if r := f.must(http.StatusServiceUnavailable, "dev", "POST", "/api/domains/"+d.ID+"/verify", nil); r.Code() != "dns_unavailable" ||
+		strings.Contains(string(r.Body), "127.0.0.1") {
+		t.Fatalf("%s", r.Body)
 	}
 	var a CustomDomainAnswer
-	f.must(http.StatusOK, "dev", "GET", "/api/domains/"+d.ID, nil).decode(t, &a)
+	f.must(http.StatusOK, "dev", "GET", "/api/domains/"+d.ID, nil).Decode(t, &a)
 	if a.Domain.CheckedAt != nil || a.Domain.State != StatePending {
 		t.Fatalf("changed: %+v", a.Domain)
 	}

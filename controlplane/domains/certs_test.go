@@ -89,12 +89,12 @@ func TestProactiveCertificates(t *testing.T) {
 	}
 
 	var got CustomDomainAnswer
-	f.must(http.StatusOK, "viewer", "GET", "/api/domains/"+bad.ID, nil).decode(t, &got)
+	f.must(http.StatusOK, "viewer", "GET", "/api/domains/"+bad.ID, nil).Decode(t, &got)
 	if c := got.Domain.Certificates; len(c) != 1 || c[0].Failures != 1 || !strings.Contains(c[0].Error, "CAA") || c[0].NextAttempt == nil || c[0].NotAfter != nil {
 		t.Fatalf("certificates of bad.example: %+v", c)
 	}
 	got = CustomDomainAnswer{}
-	f.must(http.StatusOK, "viewer", "GET", "/api/domains/"+ok.ID, nil).decode(t, &got)
+	f.must(http.StatusOK, "viewer", "GET", "/api/domains/"+ok.ID, nil).Decode(t, &got)
 	if c := got.Domain.Certificates; len(c) != 1 || c[0].Host != "ok.example" || c[0].NotAfter == nil || c[0].Error != "" {
 		t.Fatalf("certificates of ok.example: %+v", c)
 	}

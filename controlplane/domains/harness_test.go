@@ -3,12 +3,9 @@ package domains
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -165,65 +162,19 @@ func (f *fixture) edgeHosts() []string {
 }
 
 // response is an answer of the test server.
-type response struct {
-	status int
-	body   []byte
-}
+type response = areatest.Response
 
-func (r response) code() string {
-	var e struct {
-		Error struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	json.Unmarshal(r.body, &e)
-	return e.Error.Code
-}
-
-func (r response) decode(t *testing.T, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.body, v); err != nil {
-		t.Fatalf("decode %s: %v", r.body, err)
-	}
-}
-
-// call sends a request as key; body is marshalled unless it is a string.
+// call sends a request as key; body is sent as is when it is a string or
+// []byte, as JSON otherwise.
 func (f *fixture) call(key, method, path string, body any) response {
 	f.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, f.srv.URL+path, rd)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := f.srv.Client().Do(req)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return response{status: resp.StatusCode, body: data}
+	return areatest.Call(f.t, f.srv, key, method, path, body)
 }
 
 // must calls and fails the test unless the status is want.
 func (f *fixture) must(want int, key, method, path string, body any) response {
 	f.t.Helper()
-	r := f.call(key, method, path, body)
-	if r.status != want {
-		f.t.Fatalf("%s %s as %s: status %d, want %d: %s", method, path, key, r.status, want, r.body)
-	}
-	return r
+	return areatest.Must(f.t, want, f.srv, key, method, path, body)
 }
 
 // add adds name (with redirect, "" for none) to project as dev.
@@ -234,7 +185,7 @@ func (f *fixture) add(project, name, redirect string) CustomDomain {
 		body["redirect"] = redirect
 	}
 	var a CustomDomainAnswer
-	f.must(http.StatusCreated, "dev", "POST", "/api/projects/"+project+"/domains", body).decode(f.t, &a)
+	f.must(http.StatusCreated, "dev", "POST", "/api/projects/"+project+"/domains", body).Decode(f.t, &a)
 	return a.Domain
 }
 
@@ -244,7 +195,7 @@ func (f *fixture) verify(key, id string, want int) CustomDomain {
 	var a CustomDomainAnswer
 	r := f.must(want, key, "POST", "/api/domains/"+id+"/verify", nil)
 	if want == http.StatusOK {
-		r.decode(f.t, &a)
+		r.Decode(f.t, &a)
 	}
 	return a.Domain
 }

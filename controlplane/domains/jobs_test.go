@@ -26,11 +26,11 @@ func TestRecheckJob(t *testing.T) {
 		f.clk.Advance(time.Hour)
 		f.runDue()
 		var got CustomDomainAnswer
-		f.must(http.StatusOK, "dev", "GET", "/api/domains/"+a.ID, nil).decode(t, &got)
+		f.must(http.StatusOK, "dev", "GET", "/api/domains/"+a.ID, nil).Decode(t, &got)
 		if got.Domain.State != StateVerified || !got.Domain.CheckedAt.Equal(f.clk.Now()) {
 			t.Fatalf("pending after the job: %+v", got.Domain)
 		}
-		f.must(http.StatusOK, "dev", "GET", "/api/domains/"+b.ID, nil).decode(t, &got)
+		f.must(http.StatusOK, "dev", "GET", "/api/domains/"+b.ID, nil).Decode(t, &got)
 		if got.Domain.State != StateMisconfigured || !strings.Contains(got.Domain.Problem, "203.0.113.1") {
 			t.Fatalf("moved away after the job: %+v", got.Domain)
 		}

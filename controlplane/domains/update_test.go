@@ -31,7 +31,7 @@ func TestUpdateRedirect(t *testing.T) {
 			{nil, []string{"shop.example"}},
 		} {
 			var a CustomDomainAnswer
-			f.must(http.StatusOK, "dev", "PATCH", "/api/domains/"+d.ID, map[string]any{"redirect": tc.redirect}).decode(t, &a)
+			f.must(http.StatusOK, "dev", "PATCH", "/api/domains/"+d.ID, map[string]any{"redirect": tc.redirect}).Decode(t, &a)
 			if h := f.edgeHosts(); !slices.Equal(h, tc.hosts) {
 				t.Fatalf("redirect %v: served %v, want %v", tc.redirect, h, tc.hosts)
 			}
@@ -41,7 +41,7 @@ func TestUpdateRedirect(t *testing.T) {
 		}
 		// www.shop.example claimed by another workspace.
 		var other CustomDomainAnswer
-		f.must(http.StatusCreated, "stranger", "POST", "/api/projects/prj_c/domains", map[string]any{"name": "www.shop.example"}).decode(t, &other)
+		f.must(http.StatusCreated, "stranger", "POST", "/api/projects/prj_c/domains", map[string]any{"name": "www.shop.example"}).Decode(t, &other)
 		f.dns.TXT(other.Domain.Records[0].Name, other.Domain.Records[0].Value)
 		f.must(http.StatusOK, "stranger", "POST", "/api/domains/"+other.Domain.ID+"/verify", nil)
 		for _, tc := range []struct {
@@ -59,8 +59,8 @@ func TestUpdateRedirect(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				r := f.call(tc.key, "PATCH", "/api/domains/"+tc.id, tc.body)
-				if r.status != tc.status || tc.code != "" && r.code() != tc.code {
-					t.Fatalf("%d %s, want %d %s", r.status, r.body, tc.status, tc.code)
+				if r.Status != tc.status || tc.code != "" && r.Code() != tc.code {
+					t.Fatalf("%d %s, want %d %s", r.Status, r.Body, tc.status, tc.code)
 				}
 			})
 		}
@@ -81,7 +81,7 @@ func TestAddConcurrent(t *testing.T) {
 		for range n {
 			wg.Go(func() {
 				r := f.call("dev", "POST", "/api/projects/prj_a/domains", map[string]any{"name": "race.example"})
-				codes <- strconv.Itoa(r.status) + " " + r.code()
+				codes <- strconv.Itoa(r.Status) + " " + r.Code()
 			})
 		}
 		wg.Wait()

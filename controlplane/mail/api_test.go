@@ -171,8 +171,8 @@ func testSendRefusals(t *testing.T, e pgtest.Engine) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.call(c.key, "POST", "/api/projects/"+c.project+"/emails", c.body, c.header...)
-			if r.status != c.status || r.code() != c.code {
-				t.Fatalf("status %d code %q, want %d %q: %s", r.status, r.code(), c.status, c.code, r.body)
+			if r.Status != c.status || r.Code() != c.code {
+				t.Fatalf("status %d code %q, want %d %q: %s", r.Status, r.Code(), c.status, c.code, r.Body)
 			}
 		})
 	}
@@ -225,16 +225,16 @@ func testHobbyRateLimit(t *testing.T, e pgtest.Engine) {
 	}
 	f.clk.Advance(time.Hour) // t0+2h: 100 used
 	r := f.call("dev", "POST", "/api/projects/prj_b/emails", map[string]any{"to": "ada@example.com", "subject": "three", "text": "t"})
-	if r.status != http.StatusTooManyRequests || r.code() != "mail_rate_limited" || r.header.Get("Retry-After") != "79200" {
-		t.Fatalf("101st recipient: %d %s Retry-After %q: %s; want 429 mail_rate_limited after 22 hours", r.status, r.code(), r.header.Get("Retry-After"), r.body)
+	if r.Status != http.StatusTooManyRequests || r.Code() != "mail_rate_limited" || r.Header.Get("Retry-After") != "79200" {
+		t.Fatalf("101st recipient: %d %s Retry-After %q: %s; want 429 mail_rate_limited after 22 hours", r.Status, r.Code(), r.Header.Get("Retry-After"), r.Body)
 	}
 	// Another workspace (pro) is not affected.
 	f.must(http.StatusAccepted, "stranger", "POST", "/api/projects/prj_c/emails", map[string]any{"to": "ada@example.com", "subject": "s", "text": "t"})
 	f.clk.Set(t0.Add(Window + time.Millisecond)) // the first 50 left the window
 	f.must(http.StatusAccepted, "dev", "POST", "/api/projects/prj_b/emails", map[string]any{"to": fifty, "subject": "four", "text": "t"})
 	r = f.call("dev", "POST", "/api/projects/prj_b/emails", map[string]any{"to": "ada@example.com", "subject": "five", "text": "t"})
-	if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") != "3600" {
-		t.Fatalf("after the window moved: %d Retry-After %q; want 429 after an hour", r.status, r.header.Get("Retry-After"))
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "3600" {
+		t.Fatalf("after the window moved: %d Retry-After %q; want 429 after an hour", r.Status, r.Header.Get("Retry-After"))
 	}
 }
 
@@ -246,8 +246,8 @@ func testIdempotencyKey(t *testing.T, e pgtest.Engine) {
 	f := newFixture(t, e, Config{})
 	req := map[string]any{"to": "ada@example.com", "subject": "s", "text": "t"}
 	var a, b EmailAnswer
-	f.must(202, "dev", "POST", "/api/projects/prj_a/emails", req, "Idempotency-Key", "order-1").decode(t, &a)
-	f.must(202, "dev", "POST", "/api/projects/prj_a/emails", req, "Idempotency-Key", "order-1").decode(t, &b)
+	f.must(202, "dev", "POST", "/api/projects/prj_a/emails", req, "Idempotency-Key", "order-1").Decode(t, &a)
+	f.must(202, "dev", "POST", "/api/projects/prj_a/emails", req, "Idempotency-Key", "order-1").Decode(t, &b)
 	if a.Email.ID != b.Email.ID || f.count("mail_messages") != 1 {
 		t.Fatalf("ids %s %s, %d messages", a.Email.ID, b.Email.ID, f.count("mail_messages"))
 	}
@@ -326,7 +326,7 @@ func testListPaging(t *testing.T, e pgtest.Engine) {
 		if cursor != "" {
 			path += "&cursor=" + cursor
 		}
-		f.must(200, "viewer", "GET", path, nil).decode(t, &p)
+		f.must(200, "viewer", "GET", path, nil).Decode(t, &p)
 		for _, em := range p.Emails {
 			got = append(got, em.ID)
 		}
@@ -343,7 +343,7 @@ func testListPaging(t *testing.T, e pgtest.Engine) {
 		t.Fatalf("pages = %v, want %v", got, want)
 	}
 	var all EmailPage
-	f.must(200, "viewer", "GET", "/api/projects/prj_a/emails", nil).decode(t, &all)
+	f.must(200, "viewer", "GET", "/api/projects/prj_a/emails", nil).Decode(t, &all)
 	if len(all.Emails) != 6 || all.Emails[0].State != StateQueued || all.NextCursor != nil {
 		t.Fatalf("all = %+v", all)
 	}
@@ -353,13 +353,13 @@ func testListPaging(t *testing.T, e pgtest.Engine) {
 		{"/api/projects/prj_a/emails?limit=0", "invalid_request"},
 		{"/api/projects/prj_a/emails?limit=101", "invalid_request"},
 	} {
-		if r := f.call("viewer", "GET", c.path, nil); r.status != 400 || r.code() != c.code {
-			t.Errorf("%s: %d %s", c.path, r.status, r.code())
+		if r := f.call("viewer", "GET", c.path, nil); r.Status != 400 || r.Code() != c.code {
+			t.Errorf("%s: %d %s", c.path, r.Status, r.Code())
 		}
 	}
 	// A message of another project is not found through this one.
-	if r := f.call("viewer", "GET", "/api/projects/prj_b/emails/"+ids[0], nil); r.status != 404 {
-		t.Fatalf("another project's message: %d", r.status)
+	if r := f.call("viewer", "GET", "/api/projects/prj_b/emails/"+ids[0], nil); r.Status != 404 {
+		t.Fatalf("another project's message: %d", r.Status)
 	}
 }
 

@@ -137,19 +137,19 @@ func testBounceListener(t *testing.T, e pgtest.Engine) {
 				t.Fatalf("bounce = %+v, want %s of %s", got.Bounce, c.bounce, c.to)
 			}
 			var page SuppressionPage
-			f.must(http.StatusOK, "viewer", "GET", "/api/projects/prj_a/email-suppressions", nil).decode(t, &page)
+			f.must(http.StatusOK, "viewer", "GET", "/api/projects/prj_a/email-suppressions", nil).Decode(t, &page)
 			if (len(page.Suppressions) == 1) != c.suppressed {
 				t.Fatalf("suppressions = %+v", page.Suppressions)
 			}
 			again := f.call("dev", "POST", "/api/projects/prj_a/emails", map[string]any{"to": []string{strings.ToUpper(c.to)}, "subject": "Again", "text": "hi"})
 			if !c.suppressed {
-				if again.status != http.StatusAccepted {
-					t.Fatalf("resend: %d %s", again.status, again.body)
+				if again.Status != http.StatusAccepted {
+					t.Fatalf("resend: %d %s", again.Status, again.Body)
 				}
 				return
 			}
-			if again.status != http.StatusUnprocessableEntity || again.code() != CodeSuppressed || !strings.Contains(string(again.body), "email-suppressions") {
-				t.Fatalf("resend to a suppressed address: %d %s", again.status, again.body)
+			if again.Status != http.StatusUnprocessableEntity || again.Code() != CodeSuppressed || !strings.Contains(string(again.Body), "email-suppressions") {
+				t.Fatalf("resend to a suppressed address: %d %s", again.Status, again.Body)
 			}
 			if s := page.Suppressions[0]; s.Address != c.to || s.EmailID != em.ID {
 				t.Fatalf("suppression = %+v", s)
@@ -292,7 +292,7 @@ func TestBounceAfterMailpitDelivery(t *testing.T) {
 		t.Fatalf("email = %+v", got)
 	}
 	r := f.call("dev", "POST", "/api/projects/prj_a/emails", map[string]any{"to": []string{"ada@example.com"}, "subject": "Again", "text": "hi"})
-	if r.status != http.StatusUnprocessableEntity || r.code() != CodeSuppressed {
-		t.Fatalf("resend: %d %s", r.status, r.body)
+	if r.Status != http.StatusUnprocessableEntity || r.Code() != CodeSuppressed {
+		t.Fatalf("resend: %d %s", r.Status, r.Body)
 	}
 }

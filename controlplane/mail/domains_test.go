@@ -27,14 +27,14 @@ func (d Domain) record(purpose string) Record {
 func (f *fixture) addDomain(name string) Domain {
 	f.t.Helper()
 	var a DomainAnswer
-	f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_a/mail/domains", map[string]any{"name": name}).decode(f.t, &a)
+	f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_a/mail/domains", map[string]any{"name": name}).Decode(f.t, &a)
 	return a.Domain
 }
 
 func (f *fixture) verify(id string) Domain {
 	f.t.Helper()
 	var a DomainAnswer
-	f.must(http.StatusOK, "dev", "POST", "/api/mail/domains/"+id+"/verify", nil).decode(f.t, &a)
+	f.must(http.StatusOK, "dev", "POST", "/api/mail/domains/"+id+"/verify", nil).Decode(f.t, &a)
 	return a.Domain
 }
 
@@ -92,7 +92,7 @@ func testDomainVerification(t *testing.T, e pgtest.Engine) {
 		})
 	}
 	var a DomainAnswer
-	f.must(200, "viewer", "GET", "/api/mail/domains/"+d.ID, nil).decode(t, &a)
+	f.must(200, "viewer", "GET", "/api/mail/domains/"+d.ID, nil).Decode(t, &a)
 	if a.Domain.State != DomainVerified || a.Domain.VerifiedAt == nil || !a.Domain.VerifiedAt.Equal(t0) {
 		t.Fatalf("read = %+v", a.Domain)
 	}
@@ -101,7 +101,7 @@ func testDomainVerification(t *testing.T, e pgtest.Engine) {
 	dns.TXT(dk.Name)
 	f.clk.Advance(25 * time.Hour)
 	f.runDue()
-	f.must(200, "viewer", "GET", "/api/mail/domains/"+d.ID, nil).decode(t, &a)
+	f.must(200, "viewer", "GET", "/api/mail/domains/"+d.ID, nil).Decode(t, &a)
 	if a.Domain.State != DomainFailed || !strings.Contains(a.Domain.Problem, "no DKIM record") {
 		t.Fatalf("after the re-check = %+v", a.Domain)
 	}
@@ -111,21 +111,21 @@ func testDomainVerification(t *testing.T, e pgtest.Engine) {
 	}
 	// DNS that cannot answer changes nothing and says to retry.
 	dns.Failing(dk.Name, true)
-	if r := f.call("dev", "POST", "/api/mail/domains/"+d.ID+"/verify", nil); r.status != 503 || r.code() != "dns_unavailable" {
-		t.Fatalf("SERVFAIL: %d %s", r.status, r.body)
+	if r := f.call("dev", "POST", "/api/mail/domains/"+d.ID+"/verify", nil); r.Status != 503 || r.Code() != "dns_unavailable" {
+		t.Fatalf("SERVFAIL: %d %s", r.Status, r.Body)
 	}
-	f.must(200, "viewer", "GET", "/api/mail/domains/"+d.ID, nil).decode(t, &a)
+	f.must(200, "viewer", "GET", "/api/mail/domains/"+d.ID, nil).Decode(t, &a)
 	if a.Domain.State != DomainFailed {
 		t.Fatalf("state after SERVFAIL = %s", a.Domain.State)
 	}
 	var l DomainList
-	f.must(200, "viewer", "GET", "/api/projects/prj_a/mail/domains", nil).decode(t, &l)
+	f.must(200, "viewer", "GET", "/api/projects/prj_a/mail/domains", nil).Decode(t, &l)
 	if len(l.Domains) != 1 || l.Domains[0].ID != d.ID {
 		t.Fatalf("list = %+v", l)
 	}
 	f.must(200, "dev", "DELETE", "/api/mail/domains/"+d.ID, nil)
-	if r := f.call("viewer", "GET", "/api/mail/domains/"+d.ID, nil); r.status != 404 {
-		t.Fatalf("after delete: %d", r.status)
+	if r := f.call("viewer", "GET", "/api/mail/domains/"+d.ID, nil); r.Status != 404 {
+		t.Fatalf("after delete: %d", r.Status)
 	}
 }
 
@@ -181,8 +181,8 @@ func TestDomainRefusals(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.call(c.key, "POST", "/api/projects/"+c.project+"/mail/domains", c.body)
-			if r.status != c.status || r.code() != c.code {
-				t.Fatalf("%d %s, want %d %s: %s", r.status, r.code(), c.status, c.code, r.body)
+			if r.Status != c.status || r.Code() != c.code {
+				t.Fatalf("%d %s, want %d %s: %s", r.Status, r.Code(), c.status, c.code, r.Body)
 			}
 		})
 	}
@@ -190,8 +190,8 @@ func TestDomainRefusals(t *testing.T) {
 		t.Fatalf("domains stored = %d", n)
 	}
 	f.addDomain("blog.example")
-	if r := f.call("dev", "POST", "/api/projects/prj_a/mail/domains", map[string]any{"name": "four.example"}); r.status != 409 || r.code() != "domain_limit" {
-		t.Fatalf("past the limit: %d %s", r.status, r.code())
+	if r := f.call("dev", "POST", "/api/projects/prj_a/mail/domains", map[string]any{"name": "four.example"}); r.Status != 409 || r.Code() != "domain_limit" {
+		t.Fatalf("past the limit: %d %s", r.Status, r.Code())
 	}
 	// The routes that name a domain check its project and workspace.
 	for _, c := range []struct {
@@ -213,8 +213,8 @@ func TestDomainRefusals(t *testing.T) {
 		{"prjkey", "DELETE", "/api/mail/domains/" + first.ID, 200},
 		{"dev", "DELETE", "/api/mail/domains/" + first.ID, 404},
 	} {
-		if r := f.call(c.key, c.method, c.path, nil); r.status != c.status {
-			t.Errorf("%s %s as %s: %d, want %d: %s", c.method, c.path, c.key, r.status, c.status, r.body)
+		if r := f.call(c.key, c.method, c.path, nil); r.Status != c.status {
+			t.Errorf("%s %s as %s: %d, want %d: %s", c.method, c.path, c.key, r.Status, c.status, r.Body)
 		}
 	}
 }

@@ -3,12 +3,10 @@ package mail
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -109,76 +107,26 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 }
 
 // response is an answer of the test server.
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
+type response = areatest.Response
 
-func (r response) code() string {
-	var e struct {
-		Error struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	json.Unmarshal(r.body, &e)
-	return e.Error.Code
-}
-
-func (r response) decode(t *testing.T, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.body, v); err != nil {
-		t.Fatalf("decode %s: %v", r.body, err)
-	}
-}
-
-// call sends a request as key; body is marshalled unless it is a string.
+// call sends a request as key; body is sent as is when it is a string or
+// []byte, as JSON otherwise. header is name, value pairs.
 func (f *fixture) call(key, method, path string, body any, header ...string) response {
 	f.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, f.srv.URL+path, rd)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := f.srv.Client().Do(req)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return response{status: resp.StatusCode, header: resp.Header, body: data}
+	return areatest.Call(f.t, f.srv, key, method, path, body, header...)
 }
 
 // must calls and fails the test unless the status is want.
 func (f *fixture) must(want int, key, method, path string, body any, header ...string) response {
 	f.t.Helper()
-	r := f.call(key, method, path, body, header...)
-	if r.status != want {
-		f.t.Fatalf("%s %s as %s: status %d, want %d: %s", method, path, key, r.status, want, r.body)
-	}
-	return r
+	return areatest.Must(f.t, want, f.srv, key, method, path, body, header...)
 }
 
 // send queues a message of prj_a as dev and returns it.
 func (f *fixture) send(req map[string]any) Email {
 	f.t.Helper()
 	var a EmailAnswer
-	f.must(http.StatusAccepted, "dev", "POST", "/api/projects/prj_a/emails", req).decode(f.t, &a)
+	f.must(http.StatusAccepted, "dev", "POST", "/api/projects/prj_a/emails", req).Decode(f.t, &a)
 	return a.Email
 }
 
@@ -194,7 +142,7 @@ func (f *fixture) runDue() {
 func (f *fixture) email(id string) Email {
 	f.t.Helper()
 	var a EmailAnswer
-	f.must(http.StatusOK, "viewer", "GET", "/api/projects/prj_a/emails/"+id, nil).decode(f.t, &a)
+	f.must(http.StatusOK, "viewer", "GET", "/api/projects/prj_a/emails/"+id, nil).Decode(f.t, &a)
 	return a.Email
 }
 

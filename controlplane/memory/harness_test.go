@@ -1,15 +1,11 @@
 package memory
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -104,90 +100,26 @@ func newFixture(t testing.TB, e pgtest.Engine, cfg Config) *fixture {
 }
 
 // response is an answer of the test server.
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r response) code() string {
-	var e struct {
-		Error struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	json.Unmarshal(r.body, &e)
-	return e.Error.Code
-}
-
-// field returns a member of the error object.
-func (r response) field(name string) any {
-	var e struct {
-		Error map[string]any `json:"error"`
-	}
-	json.Unmarshal(r.body, &e)
-	return e.Error[name]
-}
-
-func (r response) decode(t testing.TB, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.body, v); err != nil {
-		t.Fatalf("decode %s: %v", r.body, err)
-	}
-}
+type response = areatest.Response
 
 // call sends a request as key; body is sent as is when it is a string or
-// []byte, as JSON otherwise. path is sent as written (escapes included).
+// []byte, as JSON otherwise. header is name, value pairs.
 func (f *fixture) call(key, method, path string, body any, header ...string) response {
 	f.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, f.srv.URL+path, rd)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := f.srv.Client().Do(req)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return response{status: resp.StatusCode, header: resp.Header, body: data}
+	return areatest.Call(f.t, f.srv, key, method, path, body, header...)
 }
 
 // must calls and fails the test unless the status is want.
 func (f *fixture) must(want int, key, method, path string, body any, header ...string) response {
 	f.t.Helper()
-	r := f.call(key, method, path, body, header...)
-	if r.status != want {
-		f.t.Fatalf("%s %s as %s: status %d, want %d: %s", method, path, key, r.status, want, r.body)
-	}
-	return r
+	return areatest.Must(f.t, want, f.srv, key, method, path, body, header...)
 }
 
 // create makes a store of prj_a as dev.
 func (f *fixture) create(name string) Store {
 	f.t.Helper()
 	var a StoreAnswer
-	f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_a/memory", map[string]any{"name": name}).decode(f.t, &a)
+	f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_a/memory", map[string]any{"name": name}).Decode(f.t, &a)
 	return a.Store
 }
 
@@ -195,7 +127,7 @@ func (f *fixture) create(name string) Store {
 func (f *fixture) store(id string) Store {
 	f.t.Helper()
 	var a StoreAnswer
-	f.must(http.StatusOK, "viewer", "GET", "/api/memory/"+id, nil).decode(f.t, &a)
+	f.must(http.StatusOK, "viewer", "GET", "/api/memory/"+id, nil).Decode(f.t, &a)
 	return a.Store
 }
 

@@ -61,27 +61,27 @@ func testKeyRoundTrip(t *testing.T, e pgtest.Engine) {
 				hdr = []string{HeaderMetadata, c.metadata}
 			}
 			var w PutAnswer
-			f.must(http.StatusOK, "dev", "PUT", path, c.value, hdr...).decode(t, &w)
+			f.must(http.StatusOK, "dev", "PUT", path, c.value, hdr...).Decode(t, &w)
 			if w.Key != c.key || w.Bytes != len(c.value) || w.ExpiresAt != nil {
 				t.Fatalf("put answered %+v", w)
 			}
 			r := f.must(http.StatusOK, "viewer", "GET", keyPath(st.ID, c.key), nil)
-			if !bytes.Equal(r.body, c.value) {
-				t.Fatalf("got %d bytes %q, want %d", len(r.body), r.body[:min(len(r.body), 20)], len(c.value))
+			if !bytes.Equal(r.Body, c.value) {
+				t.Fatalf("got %d bytes %q, want %d", len(r.Body), r.Body[:min(len(r.Body), 20)], len(c.value))
 			}
-			if got := r.header.Get(HeaderMetadata); got != c.wantMeta {
+			if got := r.Header.Get(HeaderMetadata); got != c.wantMeta {
 				t.Fatalf("metadata header %q, want %q", got, c.wantMeta)
 			}
 			if c.wantMeta != "" {
 				var a, b any
 				json.Unmarshal([]byte(c.metadata), &a)
-				json.Unmarshal([]byte(r.header.Get(HeaderMetadata)), &b)
+				json.Unmarshal([]byte(r.Header.Get(HeaderMetadata)), &b)
 				if ja, _ := json.Marshal(a); string(ja) != mustJSON(t, b) {
-					t.Fatalf("metadata header %s reads back as %s", r.header.Get(HeaderMetadata), mustJSON(t, b))
+					t.Fatalf("metadata header %s reads back as %s", r.Header.Get(HeaderMetadata), mustJSON(t, b))
 				}
 			}
-			if r.header.Get(HeaderExpiresAt) != "" {
-				t.Fatalf("expiry header on a key without one: %q", r.header.Get(HeaderExpiresAt))
+			if r.Header.Get(HeaderExpiresAt) != "" {
+				t.Fatalf("expiry header on a key without one: %q", r.Header.Get(HeaderExpiresAt))
 			}
 			f.consistent(st.ID)
 		})
@@ -89,24 +89,24 @@ func testKeyRoundTrip(t *testing.T, e pgtest.Engine) {
 	// Overwrite: the value, metadata and size are replaced.
 	before := f.store(st.ID)
 	f.must(http.StatusOK, "dev", "PUT", keyPath(st.ID, "greeting"), "hello, world")
-	if r := f.must(http.StatusOK, "viewer", "GET", keyPath(st.ID, "greeting"), nil); string(r.body) != "hello, world" {
-		t.Fatalf("after overwrite: %q", r.body)
+	if r := f.must(http.StatusOK, "viewer", "GET", keyPath(st.ID, "greeting"), nil); string(r.Body) != "hello, world" {
+		t.Fatalf("after overwrite: %q", r.Body)
 	}
 	if after := f.store(st.ID); after.Keys != before.Keys || after.Bytes != before.Bytes+7 {
 		t.Fatalf("overwrite counted %+v -> %+v", before, after)
 	}
 	// Delete is idempotent; a deleted key is gone.
 	var d DeleteAnswer
-	f.must(http.StatusOK, "dev", "DELETE", keyPath(st.ID, "user/42/session"), nil).decode(t, &d)
+	f.must(http.StatusOK, "dev", "DELETE", keyPath(st.ID, "user/42/session"), nil).Decode(t, &d)
 	if !d.Deleted || d.Key != "user/42/session" {
 		t.Fatalf("delete = %+v", d)
 	}
-	f.must(http.StatusOK, "dev", "DELETE", keyPath(st.ID, "user/42/session"), nil).decode(t, &d)
+	f.must(http.StatusOK, "dev", "DELETE", keyPath(st.ID, "user/42/session"), nil).Decode(t, &d)
 	if d.Deleted {
 		t.Fatal("second delete says it deleted")
 	}
-	if r := f.must(http.StatusNotFound, "viewer", "GET", keyPath(st.ID, "user/42/session"), nil); r.code() != "key_not_found" {
-		t.Fatalf("deleted key: %s", r.body)
+	if r := f.must(http.StatusNotFound, "viewer", "GET", keyPath(st.ID, "user/42/session"), nil); r.Code() != "key_not_found" {
+		t.Fatalf("deleted key: %s", r.Body)
 	}
 	f.consistent(st.ID)
 }
@@ -127,7 +127,7 @@ func TestValueNeverRendered(t *testing.T) {
 			r := f.must(http.StatusOK, "viewer", "GET", keyPath(st.ID, c.key), nil)
 			for h, want := range map[string]string{"Content-Type": "application/octet-stream", "X-Content-Type-Options": "nosniff",
 				"Content-Security-Policy": "default-src 'none'; sandbox", "Cache-Control": "no-store"} {
-				if got := r.header.Get(h); got != want {
+				if got := r.Header.Get(h); got != want {
 					t.Errorf("%s: %q, want %q", h, got, want)
 				}
 			}
@@ -158,15 +158,15 @@ func testBulk(t *testing.T, e pgtest.Engine) {
 		{"key": "a", "value": "alpha"},
 		{"key": "b", "value": base64.StdEncoding.EncodeToString(bin), "base64": true, "metadata": map[string]any{"k": "v"}},
 		{"key": "c", "value": "", "ttlSeconds": 60},
-	}}).decode(t, &put)
+	}}).Decode(t, &put)
 	if len(put.Written) != 3 || put.Written[1].Bytes != 3 || put.Written[2].ExpiresAt == nil || !put.Written[2].ExpiresAt.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("bulk put = %+v", put)
 	}
-	if r := f.must(http.StatusOK, "viewer", "GET", keyPath(st.ID, "b"), nil); !bytes.Equal(r.body, bin) || r.header.Get(HeaderMetadata) != `{"k":"v"}` {
-		t.Fatalf("b = %q %v", r.body, r.header)
+	if r := f.must(http.StatusOK, "viewer", "GET", keyPath(st.ID, "b"), nil); !bytes.Equal(r.Body, bin) || r.Header.Get(HeaderMetadata) != `{"k":"v"}` {
+		t.Fatalf("b = %q %v", r.Body, r.Header)
 	}
 	var got BulkGetAnswer
-	f.must(http.StatusOK, "readonly", "POST", "/api/memory/"+st.ID+"/bulk/get", map[string]any{"keys": []string{"a", "b", "c", "missing", "a"}}).decode(t, &got)
+	f.must(http.StatusOK, "readonly", "POST", "/api/memory/"+st.ID+"/bulk/get", map[string]any{"keys": []string{"a", "b", "c", "missing", "a"}}).Decode(t, &got)
 	if len(got.Values) != 4 || got.Values["missing"] != nil {
 		t.Fatalf("bulk get = %+v", got)
 	}
@@ -182,8 +182,8 @@ func testBulk(t *testing.T, e pgtest.Engine) {
 	// All or none: one bad entry writes nothing.
 	r := f.must(http.StatusBadRequest, "dev", "PUT", "/api/memory/"+st.ID+"/bulk", map[string]any{"entries": []map[string]any{
 		{"key": "d", "value": "delta"}, {"key": strings.Repeat("k", MaxKeyBytes+1), "value": "x"}}})
-	if r.code() != "key_too_long" || r.field("index") != float64(1) {
-		t.Fatalf("bad entry: %s", r.body)
+	if r.Code() != "key_too_long" || r.Field("index") != float64(1) {
+		t.Fatalf("bad entry: %s", r.Body)
 	}
 	f.must(http.StatusNotFound, "viewer", "GET", keyPath(st.ID, "d"), nil)
 	// A bulk get answers at most MaxBulkGetBytes of values: nine values of
@@ -198,8 +198,8 @@ func testBulk(t *testing.T, e pgtest.Engine) {
 		f.must(http.StatusOK, "dev", "PUT", "/api/memory/"+st.ID+"/bulk", map[string]any{"entries": big[i:min(i+3, len(big))]})
 	}
 	ops := f.operations()
-	if r := f.must(http.StatusBadRequest, "viewer", "POST", "/api/memory/"+st.ID+"/bulk/get", map[string]any{"keys": names}); r.code() != "result_too_large" {
-		t.Fatalf("nine values of 1 MiB: %s", r.body)
+	if r := f.must(http.StatusBadRequest, "viewer", "POST", "/api/memory/"+st.ID+"/bulk/get", map[string]any{"keys": names}); r.Code() != "result_too_large" {
+		t.Fatalf("nine values of 1 MiB: %s", r.Body)
 	}
 	if got := f.operations(); got != ops {
 		t.Fatalf("a refused bulk get counted %v operations", got-ops)
@@ -207,7 +207,7 @@ func testBulk(t *testing.T, e pgtest.Engine) {
 	f.must(http.StatusOK, "viewer", "POST", "/api/memory/"+st.ID+"/bulk/get", map[string]any{"keys": names[:MaxBulkGetBytes/MaxValueBytes]})
 	f.must(http.StatusOK, "dev", "POST", "/api/memory/"+st.ID+"/bulk/delete", map[string]any{"keys": names})
 	var del BulkDeleteAnswer
-	f.must(http.StatusOK, "dev", "POST", "/api/memory/"+st.ID+"/bulk/delete", map[string]any{"keys": []string{"a", "b", "missing"}}).decode(t, &del)
+	f.must(http.StatusOK, "dev", "POST", "/api/memory/"+st.ID+"/bulk/delete", map[string]any{"keys": []string{"a", "b", "missing"}}).Decode(t, &del)
 	if del.Deleted != 2 {
 		t.Fatalf("bulk delete = %+v", del)
 	}
@@ -304,8 +304,8 @@ func testKeyRefusals(t *testing.T, e pgtest.Engine) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.call(c.key, c.method, c.path, c.body, c.header...)
-			if r.status != c.status || r.code() != c.code {
-				t.Fatalf("status %d code %q, want %d %q: %s", r.status, r.code(), c.status, c.code, r.body)
+			if r.Status != c.status || r.Code() != c.code {
+				t.Fatalf("status %d code %q, want %d %q: %s", r.Status, r.Code(), c.status, c.code, r.Body)
 			}
 		})
 	}
@@ -352,8 +352,8 @@ func TestKeyPermissions(t *testing.T) {
 				{"PUT", "/api/memory/" + st.ID + "/bulk", map[string]any{"entries": []map[string]any{{"key": "k", "value": "v"}}}, c.write},
 				{"DELETE", keyPath(st.ID, "other"), nil, c.write},
 			} {
-				if r := f.call(c.key, x.method, x.path, x.body); r.status != x.want {
-					t.Errorf("%s %s: %d, want %d: %s", x.method, x.path, r.status, x.want, r.body)
+				if r := f.call(c.key, x.method, x.path, x.body); r.Status != x.want {
+					t.Errorf("%s %s: %d, want %d: %s", x.method, x.path, r.Status, x.want, r.Body)
 				}
 			}
 		})

@@ -78,7 +78,7 @@ func testTeardown(t *testing.T, e pgtest.Engine) {
 	f := newFixture(t, e, Config{SweepBatch: 10})
 	a, b := f.create("a"), f.create("b")
 	var other StoreAnswer
-	f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_b/memory", map[string]any{"name": "kept"}).decode(t, &other)
+	f.must(http.StatusCreated, "dev", "POST", "/api/projects/prj_b/memory", map[string]any{"name": "kept"}).Decode(t, &other)
 	for _, id := range []string{a.ID, b.ID, other.Store.ID} {
 		var es []map[string]any
 		for i := range 35 {
@@ -145,8 +145,8 @@ func testConcurrentWrites(t *testing.T, e pgtest.Engine) {
 					if rq.body != "" {
 						body = rq.body
 					}
-					if r := f.call("dev", rq.method, keyPath(st.ID, rq.key), body); r.status != http.StatusOK {
-						errs <- fmt.Sprintf("%s %s: %d %s", rq.method, rq.key, r.status, r.body)
+					if r := f.call("dev", rq.method, keyPath(st.ID, rq.key), body); r.Status != http.StatusOK {
+						errs <- fmt.Sprintf("%s %s: %d %s", rq.method, rq.key, r.Status, r.Body)
 					}
 				}
 			}

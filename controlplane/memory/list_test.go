@@ -84,7 +84,7 @@ func testListPaging(t *testing.T, e pgtest.Engine) {
 					q.Set("cursor", cursor)
 				}
 				var page KeyPage
-				f.must(http.StatusOK, "viewer", "GET", "/api/memory/"+st.ID+"/keys?"+q.Encode(), nil).decode(t, &page)
+				f.must(http.StatusOK, "viewer", "GET", "/api/memory/"+st.ID+"/keys?"+q.Encode(), nil).Decode(t, &page)
 				pages++
 				limit := c.limit
 				if limit == 0 {

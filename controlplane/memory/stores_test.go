@@ -31,11 +31,11 @@ func testStoreLifecycle(t *testing.T, e pgtest.Engine) {
 		t.Fatalf("after two puts = %+v", got)
 	}
 	var l StoreList
-	f.must(http.StatusOK, "viewer", "GET", "/api/projects/prj_a/memory", nil).decode(t, &l)
+	f.must(http.StatusOK, "viewer", "GET", "/api/projects/prj_a/memory", nil).Decode(t, &l)
 	if len(l.Stores) != 1 || l.Stores[0].ID != st.ID {
 		t.Fatalf("list = %+v", l)
 	}
-	f.must(http.StatusOK, "viewer", "GET", "/api/projects/prj_b/memory", nil).decode(t, &l)
+	f.must(http.StatusOK, "viewer", "GET", "/api/projects/prj_b/memory", nil).Decode(t, &l)
 	if len(l.Stores) != 0 {
 		t.Fatalf("prj_b lists %+v", l)
 	}
@@ -102,12 +102,12 @@ func testStoreRefusals(t *testing.T, e pgtest.Engine) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.call(c.key, c.method, c.path, c.body)
-			if r.status != c.status || r.code() != c.code {
-				t.Fatalf("status %d code %q, want %d %q: %s", r.status, r.code(), c.status, c.code, r.body)
+			if r.Status != c.status || r.Code() != c.code {
+				t.Fatalf("status %d code %q, want %d %q: %s", r.Status, r.Code(), c.status, c.code, r.Body)
 			}
-			if c.code == "plan_limit" && (r.field("limit") != float64(2) || r.field("current") != float64(2) ||
-				r.field("limitName") != "stores_per_project" || r.field("required_plan") != "pro") {
-				t.Fatalf("plan_limit fields: %s", r.body)
+			if c.code == "plan_limit" && (r.Field("limit") != float64(2) || r.Field("current") != float64(2) ||
+				r.Field("limitName") != "stores_per_project" || r.Field("required_plan") != "pro") {
+				t.Fatalf("plan_limit fields: %s", r.Body)
 			}
 		})
 	}

@@ -28,7 +28,7 @@ func testTTL(t *testing.T, e pgtest.Engine) {
 	f.must(http.StatusOK, "dev", "PUT", keyPath(st.ID, "forever"), "f")
 	expires := t0.Add(time.Minute)
 	r := f.must(http.StatusOK, "viewer", "GET", keyPath(st.ID, "session"), nil)
-	if got := r.header.Get(HeaderExpiresAt); got != expires.Format(time.RFC3339Nano) {
+	if got := r.Header.Get(HeaderExpiresAt); got != expires.Format(time.RFC3339Nano) {
 		t.Fatalf("expires header %q, want %s", got, expires.Format(time.RFC3339Nano))
 	}
 	for _, c := range []struct {
@@ -49,12 +49,12 @@ func testTTL(t *testing.T, e pgtest.Engine) {
 			}
 			f.must(want, "viewer", "GET", keyPath(st.ID, "session"), nil)
 			var got BulkGetAnswer
-			f.must(http.StatusOK, "viewer", "POST", "/api/memory/"+st.ID+"/bulk/get", map[string]any{"keys": []string{"session"}}).decode(t, &got)
+			f.must(http.StatusOK, "viewer", "POST", "/api/memory/"+st.ID+"/bulk/get", map[string]any{"keys": []string{"session"}}).Decode(t, &got)
 			if (got.Values["session"] != nil) != c.visible {
 				t.Fatalf("bulk get: %+v", got.Values["session"])
 			}
 			var page KeyPage
-			f.must(http.StatusOK, "viewer", "GET", "/api/memory/"+st.ID+"/keys", nil).decode(t, &page)
+			f.must(http.StatusOK, "viewer", "GET", "/api/memory/"+st.ID+"/keys", nil).Decode(t, &page)
 			listed := false
 			for _, k := range page.Keys {
 				listed = listed || k.Key == "session"
@@ -84,7 +84,7 @@ func testTTL(t *testing.T, e pgtest.Engine) {
 	f.must(http.StatusOK, "dev", "PUT", keyPath(st.ID, "short")+"?ttlSeconds=1", "x")
 	f.clk.Advance(time.Second)
 	var d DeleteAnswer
-	f.must(http.StatusOK, "dev", "DELETE", keyPath(st.ID, "short"), nil).decode(t, &d)
+	f.must(http.StatusOK, "dev", "DELETE", keyPath(st.ID, "short"), nil).Decode(t, &d)
 	if d.Deleted {
 		t.Fatal("deleting an expired key said it deleted")
 	}
@@ -149,9 +149,9 @@ func testPlanLimits(t *testing.T, e pgtest.Engine) {
 	// A bulk put of two new keys would make 5: nothing is written.
 	r := f.must(http.StatusPaymentRequired, "dev", "PUT", "/api/memory/"+st.ID+"/bulk", map[string]any{"entries": []map[string]any{
 		{"key": "d", "value": "v"}, {"key": "e", "value": "v"}}})
-	if r.code() != "plan_limit" || r.field("limitName") != "keys_per_store" || r.field("limit") != float64(4) ||
-		r.field("current") != float64(3) || r.field("required_plan") != "pro" {
-		t.Fatalf("keys cap: %s", r.body)
+	if r.Code() != "plan_limit" || r.Field("limitName") != "keys_per_store" || r.Field("limit") != float64(4) ||
+		r.Field("current") != float64(3) || r.Field("required_plan") != "pro" {
+		t.Fatalf("keys cap: %s", r.Body)
 	}
 	f.must(http.StatusNotFound, "viewer", "GET", keyPath(st.ID, "d"), nil)
 	f.must(http.StatusOK, "dev", "PUT", keyPath(st.ID, "d")+"?ttlSeconds=10", "v")
@@ -168,8 +168,8 @@ func testPlanLimits(t *testing.T, e pgtest.Engine) {
 	used := f.store(st.ID).Bytes
 	room := 100 - (used - int64(len("a")+len("overwritten within the cap"))) - int64(len("a")) // the most a's value may be
 	r = f.must(http.StatusPaymentRequired, "dev", "PUT", keyPath(st.ID, "a"), make([]byte, room+1))
-	if r.field("limitName") != "bytes_per_store" || r.field("current") != float64(used) {
-		t.Fatalf("bytes cap: %s", r.body)
+	if r.Field("limitName") != "bytes_per_store" || r.Field("current") != float64(used) {
+		t.Fatalf("bytes cap: %s", r.Body)
 	}
 	f.must(http.StatusOK, "dev", "PUT", keyPath(st.ID, "a"), make([]byte, room)) // exactly the cap
 	if s := f.store(st.ID); s.Bytes != 100 {
