@@ -53,16 +53,7 @@ func queryBuckets(ctx context.Context, q store.Querier, where string, args ...an
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []bucketRow
-	for rows.Next() {
-		b, err := scanBucket(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
+	return store.AppendRows(nil, rows, scanBucket)
 }
 
 // workspaceBytes is what a workspace's buckets hold: objects and
@@ -136,16 +127,7 @@ func listObjectRows(ctx context.Context, q store.Querier, bucket, from string, e
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []objectRow
-	for rows.Next() {
-		o, err := scanObject(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return store.AppendRows(nil, rows, scanObject)
 }
 
 // partRow is one blob of an object made by a multipart upload.
@@ -159,16 +141,10 @@ func objectParts(ctx context.Context, q store.Querier, objectID string) ([]partR
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []partRow
-	for rows.Next() {
-		var p partRow
-		if err := rows.Scan(&p.Sum, &p.Size); err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return store.AppendRows(nil, rows, func(sc store.RowScanner) (p partRow, err error) {
+		err = sc.Scan(&p.Sum, &p.Size)
+		return p, err
+	})
 }
 
 // deleteObject removes the object row id and its parts.
@@ -339,16 +315,7 @@ func projectKeys(ctx context.Context, q store.Querier, project string) ([]keyRow
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []keyRow
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
+	return store.AppendRows(nil, rows, scanKey)
 }
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/svcplatform/platform/controlplane/store"
 )
 
 // dumpFile writes the .sql dump of the SQLite file at src to dest, through
@@ -206,16 +208,10 @@ func dumpColumns(ctx context.Context, db *sql.DB, table string) ([]string, error
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var cols []string
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			return nil, err
-		}
-		cols = append(cols, c)
-	}
-	return cols, rows.Err()
+	return store.AppendRows(nil, rows, func(sc store.RowScanner) (c string, err error) {
+		err = sc.Scan(&c)
+		return c, err
+	})
 }
 
 // rowidName returns a name the rowid of table can be written under, or ""

@@ -112,16 +112,7 @@ func queryDomains(ctx context.Context, q store.Querier, where string, args ...an
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []domain
-	for rows.Next() {
-		d, err := scanDomain(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return store.AppendRows(nil, rows, scanDomain)
 }
 
 // saveCheck stores what a look found.
@@ -174,16 +165,10 @@ func EdgeDomains(ctx context.Context, q store.Querier) ([]snapshot.Domain, error
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []snapshot.Domain
-	for rows.Next() {
-		var d snapshot.Domain
-		if err := rows.Scan(&d.Host, &d.ProjectID, &d.RedirectTo); err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return store.AppendRows(nil, rows, func(sc store.RowScanner) (d snapshot.Domain, err error) {
+		err = sc.Scan(&d.Host, &d.ProjectID, &d.RedirectTo)
+		return d, err
+	})
 }
 
 // fmtTime formats t for the store, "" for the zero time.

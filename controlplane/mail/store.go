@@ -127,16 +127,7 @@ func listMessages(ctx context.Context, q store.Querier, project, state, afterAt,
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []record
-	for rows.Next() {
-		r, err := scanMessage(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return store.AppendRows(nil, rows, scanMessage)
 }
 
 // usedSince sums the recipients of the workspace's project messages
@@ -271,16 +262,7 @@ func queryDomains(ctx context.Context, q store.Querier, where string, args ...an
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []domain
-	for rows.Next() {
-		d, err := scanDomain(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return store.AppendRows(nil, rows, scanDomain)
 }
 
 func getDomain(ctx context.Context, q store.Querier, id string) (domain, error) {
