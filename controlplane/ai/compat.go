@@ -140,7 +140,7 @@ func (h Handlers) Completions(w http.ResponseWriter, r *http.Request) error {
 func (h Handlers) completions(w http.ResponseWriter, r *http.Request) error {
 	arrived := time.Now()
 	var req CompletionRequest
-	if err := readBody(r, &req); err != nil {
+	if err := decodeCompletion(r, &req); err != nil {
 		return err
 	}
 	if req.N != nil && *req.N != 1 {
@@ -178,7 +178,7 @@ func (h Handlers) completions(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		setGatewayTime(w, arrived, ans.upstream)
-		api.WriteJSON(w, http.StatusOK, completion(ans, in.Model, created))
+		writeCompletion(w, ans, in.Model, created)
 		return nil
 	}
 	sink := &compatSink{w: w, rc: http.NewResponseController(w), created: created, buf: make([]byte, 0, 512),
@@ -210,13 +210,7 @@ func readBody(r *http.Request, dst any) error {
 		}
 		return api.Invalid("reading request body: %v", err)
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return api.Invalid("request body is empty; send a JSON object")
-	}
-	if err := json.Unmarshal(data, dst); err != nil {
-		return api.Invalid("invalid JSON: %v", err)
-	}
-	return nil
+	return unmarshalBody(data, dst)
 }
 
 func asMaxBytes(err error, target **http.MaxBytesError) bool {
@@ -328,25 +322,24 @@ func (s *compatSink) Delta(d provider.Delta) error {
 
 func (s *compatSink) done(a *Answer, requested string) error {
 	s.lazy = false
-	info, err := json.Marshal(serviceInfo(a, requested))
-	if err != nil {
-		return err
-	}
 	s.buf = append(s.buf[:0], s.prefix...)
 	s.buf = append(s.buf, `"delta":{},"finish_reason":`...)
 	s.buf = jsonesc.Append(s.buf, compatFinish(a))
 	s.buf = append(s.buf, `}],"service":`...)
-	s.buf = append(s.buf, info...)
+	s.buf = appendServiceInfo(s.buf, a, requested)
 	s.buf = append(s.buf, "}\n\n"...)
 	if s.usage {
-		u, _ := json.Marshal(compatUsage{PromptTokens: a.TokensIn, CompletionTokens: a.TokensOut, TotalTokens: a.TokensIn + a.TokensOut})
 		// The usage chunk has no choices; cut the prefix before them.
 		head := s.prefix[:bytes.LastIndex(s.prefix, []byte(`"choices":`))]
 		s.buf = append(s.buf, head...)
-		s.buf = append(s.buf, `"choices":[],"usage":`...)
-		s.buf = append(s.buf, u...)
-		s.buf = append(s.buf, `,"service":`...)
-		s.buf = append(s.buf, info...)
+		s.buf = append(s.buf, `"choices":[],"usage":{"prompt_tokens":`...)
+		s.buf = strconv.AppendInt(s.buf, a.TokensIn, 10)
+		s.buf = append(s.buf, `,"completion_tokens":`...)
+		s.buf = strconv.AppendInt(s.buf, a.TokensOut, 10)
+		s.buf = append(s.buf, `,"total_tokens":`...)
+		s.buf = strconv.AppendInt(s.buf, a.TokensIn+a.TokensOut, 10)
+		s.buf = append(s.buf, `},"service":`...)
+		s.buf = appendServiceInfo(s.buf, a, requested)
 		s.buf = append(s.buf, "}\n\n"...)
 	}
 	s.buf = append(s.buf, "data: [DONE]\n\n"...)
