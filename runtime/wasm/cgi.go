@@ -49,12 +49,23 @@ type Response struct {
 // the response itself.
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade", "Te", "Trailer", "Content-Length", "Status"}
 
-// cgiEnv returns the environment of one call: the deployment's pinned
-// variables, then the request's CGI meta-variables (which win over a
-// variable of the same name), then SERVICE_PROJECT_ID, which nothing
-// overrides. The result is sorted for reproducibility.
+// cgiEnv returns the environment of one call as KEY=value strings: the
+// deployment's pinned variables, then the request's CGI meta-variables
+// (which win over a variable of the same name), then SERVICE_PROJECT_ID,
+// which nothing overrides. The result is sorted for reproducibility.
 func cgiEnv(pinned map[string]string, project string, r *Request) []string {
-	env := make(map[string]string, len(pinned)+16+len(r.Header))
+	keys, env := cgiVars(pinned, project, r)
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k + "=" + env[k]
+	}
+	return out
+}
+
+// cgiVars is cgiEnv's environment as a map and its sorted keys, without
+// the names and values an environment cannot hold ('=' in a name, NUL).
+func cgiVars(pinned map[string]string, project string, r *Request) ([]string, map[string]string) {
+	env := make(map[string]string, len(pinned)+20+len(r.Header))
 	for k, v := range pinned {
 		env[k] = v
 	}
@@ -76,28 +87,26 @@ func cgiEnv(pinned map[string]string, project string, r *Request) []string {
 	if r.RawQuery != "" {
 		uri += "?" + r.RawQuery
 	}
-	meta := map[string]string{
-		"GATEWAY_INTERFACE": "CGI/1.1",
-		"SERVER_PROTOCOL":   "HTTP/1.1",
-		"SERVER_SOFTWARE":   "platform",
-		"SERVER_NAME":       host,
-		"SERVER_PORT":       port,
-		"REQUEST_METHOD":    r.Method,
-		"SCRIPT_NAME":       "",
-		"PATH_INFO":         r.Path,
-		"QUERY_STRING":      r.RawQuery,
-		"REQUEST_URI":       uri,
-		"REMOTE_ADDR":       remote,
-		"REMOTE_HOST":       remote,
-		"CONTENT_LENGTH":    strconv.Itoa(len(r.Body)),
-		"CONTENT_TYPE":      r.Header.Get("Content-Type"),
-		"HTTP_HOST":         r.Host,
-	}
+	env["GATEWAY_INTERFACE"] = "CGI/1.1"
+	env["SERVER_PROTOCOL"] = "HTTP/1.1"
+	env["SERVER_SOFTWARE"] = "platform"
+	env["SERVER_NAME"] = host
+	env["SERVER_PORT"] = port
+	env["REQUEST_METHOD"] = r.Method
+	env["SCRIPT_NAME"] = ""
+	env["PATH_INFO"] = r.Path
+	env["QUERY_STRING"] = r.RawQuery
+	env["REQUEST_URI"] = uri
+	env["REMOTE_ADDR"] = remote
+	env["REMOTE_HOST"] = remote
+	env["CONTENT_LENGTH"] = strconv.Itoa(len(r.Body))
+	env["CONTENT_TYPE"] = r.Header.Get("Content-Type")
+	env["HTTP_HOST"] = r.Host
 	if remotePort != "" {
-		meta["REMOTE_PORT"] = remotePort
+		env["REMOTE_PORT"] = remotePort
 	}
 	if r.HTTPS {
-		meta["HTTPS"] = "on"
+		env["HTTPS"] = "on"
 	}
 	for k, vs := range r.Header {
 		ck := textproto.CanonicalMIMEHeaderKey(k)
@@ -108,21 +117,18 @@ func cgiEnv(pinned map[string]string, project string, r *Request) []string {
 			continue
 		}
 		name := "HTTP_" + strings.Map(envRune, ck)
-		meta[name] = strings.Join(vs, ", ")
-	}
-	for k, v := range meta {
-		env[k] = v
+		env[name] = strings.Join(vs, ", ")
 	}
 	env["SERVICE_PROJECT_ID"] = project
-	out := make([]string, 0, len(env))
+	keys := make([]string, 0, len(env))
 	for k, v := range env {
 		if strings.ContainsRune(k, '=') || strings.ContainsRune(k, 0) || strings.ContainsRune(v, 0) {
 			continue // not representable in an environment
 		}
-		out = append(out, k+"="+v)
+		keys = append(keys, k)
 	}
-	sort.Strings(out)
-	return out
+	sort.Strings(keys)
+	return keys, env
 }
 
 func envRune(r rune) rune {
@@ -143,7 +149,9 @@ func envRune(r rune) rune {
 // wrapping ErrBadResponse.
 func ParseResponse(out []byte) (*Response, error) {
 	src := bytes.NewReader(out)
-	br := bufio.NewReader(src)
+	// A buffer no larger than the output: a small answer does not cost
+	// bufio's default 4 KiB.
+	br := bufio.NewReaderSize(src, min(len(out), 4096))
 	tp := textproto.NewReader(br)
 	mh, err := tp.ReadMIMEHeader()
 	if err != nil {

@@ -9,5 +9,9 @@
 // "Content-Type: ..."), a blank line and the body to stdout. Stderr lines go
 // to the deployment's log. A module is compiled once when its deployment is
 // loaded and the compiled code is cached (in memory, and on disk when
-// Config.CacheDir is set), so a request only instantiates it.
+// Config.CacheDir is set), so a request only instantiates it. What an
+// instantiation costs the host is kept to the module's own work: Load merges
+// the module's data segments (datasegs.go), linear memory is an off-heap
+// reservation reused zeroed from call to call (memory.go), and the host
+// serves the call's environment itself (env.go).
 package wasm

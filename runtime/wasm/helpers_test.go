@@ -48,6 +48,17 @@ func exampleModule(tb testing.TB) []byte {
 	return fnModule
 }
 
+// asModule is testdata/fn-as.wasm, the AssemblyScript example built from
+// testdata/fn-as (npm ci && npm run build there).
+func asModule(tb testing.TB) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "fn-as.wasm"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
 // newHost is a Host sharing the package's on-disk compilation cache, so
 // the example module is compiled once per test binary.
 func newHost(tb testing.TB, cfg Config) *Host {

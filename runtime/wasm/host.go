@@ -6,12 +6,11 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 )
 
@@ -53,6 +52,16 @@ type Host struct {
 	rt    wazero.Runtime
 	cache wazero.CompilationCache
 	slots *slots
+	mem   *memPool
+
+	// stopping is cancelled by Close: the calls in flight stop (as at
+	// their time limit, on their own goroutines), and calls counts them so
+	// that Close closes the runtime only once they have returned (wazero
+	// would otherwise release an instance's resources under its running
+	// code).
+	stopping context.Context
+	stop     context.CancelFunc
+	calls    sync.WaitGroup
 
 	mu     sync.RWMutex
 	fns    map[string]*function
@@ -79,12 +88,14 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		WithCloseOnContextDone(true).
 		WithMemoryLimitPages(cfg.memoryPages())
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+	if err := instantiateWASI(ctx, rt); err != nil {
 		_ = rt.Close(ctx)
 		_ = cache.Close(ctx)
 		return nil, fmt.Errorf("wasm: instantiate wasi: %w", err)
 	}
-	return &Host{cfg: cfg, rt: rt, cache: cache, slots: newSlots(cfg.MaxConcurrent, cfg.MaxConcurrentPerProject), fns: map[string]*function{}}, nil
+	stopping, stop := context.WithCancel(context.Background())
+	return &Host{cfg: cfg, rt: rt, cache: cache, stopping: stopping, stop: stop, slots: newSlots(cfg.MaxConcurrent, cfg.MaxConcurrentPerProject),
+		mem: newMemPool(uint64(cfg.memoryPages())*pageSize, cfg.MaxConcurrent), fns: map[string]*function{}}, nil
 }
 
 // Config returns the provisioned configuration.
@@ -103,7 +114,7 @@ func (h *Host) Load(ctx context.Context, d Deployment) error {
 	if closed {
 		return ErrClosed
 	}
-	compiled, err := h.rt.CompileModule(ctx, d.Module)
+	compiled, err := h.rt.CompileModule(ctx, compactData(d.Module))
 	if err != nil {
 		return fmt.Errorf("wasm: load %s: %w: %v", d.ID, ErrInvalidModule, err)
 	}
@@ -166,6 +177,9 @@ func (h *Host) Call(ctx context.Context, id string, r *Request) (Result, error) 
 	}
 	h.mu.RLock()
 	fn, closed := h.fns[id], h.closed
+	if !closed && fn != nil {
+		h.calls.Add(1) // under the lock: Close waits for every call it let in
+	}
 	h.mu.RUnlock()
 	if closed {
 		return res, ErrClosed
@@ -173,8 +187,15 @@ func (h *Host) Call(ctx context.Context, id string, r *Request) (Result, error) 
 	if fn == nil {
 		return res, fmt.Errorf("wasm: call %s: %w", id, ErrNotLoaded)
 	}
+	defer h.calls.Done()
+	ctx, stopCall := context.WithCancel(ctx)
+	defer stopCall()
+	defer context.AfterFunc(h.stopping, stopCall)()
 	release, err := h.slots.acquire(ctx, fn.project, h.cfg.QueueTimeout)
 	if err != nil {
+		if h.stopping.Err() != nil {
+			return res, ErrClosed
+		}
 		return res, fmt.Errorf("wasm: call %s: %w", id, err)
 	}
 	defer release()
@@ -196,11 +217,10 @@ func (h *Host) Call(ctx context.Context, id string, r *Request) (Result, error) 
 		WithSysNanotime().
 		WithNanosleep(sleepUntilDone(ctx)).
 		WithRandSource(rand.Reader)
-	for _, kv := range cgiEnv(fn.env, fn.project, r) {
-		k, v, _ := strings.Cut(kv, "=")
-		mc = mc.WithEnv(k, v)
-	}
-	mod, err := h.rt.InstantiateModule(ctx, fn.compiled, mc)
+	mem := &callMemory{pool: h.mem}
+	defer mem.release()
+	callCtx := withCallEnv(experimental.WithMemoryAllocator(ctx, mem), newCallEnv(cgiVars(fn.env, fn.project, r)))
+	mod, err := h.rt.InstantiateModule(callCtx, fn.compiled, mc)
 	res.Duration = time.Since(start)
 	if mod != nil {
 		_ = mod.Close(context.WithoutCancel(ctx))
@@ -211,6 +231,8 @@ func (h *Host) Call(ctx context.Context, id string, r *Request) (Result, error) 
 		switch {
 		case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
 			return res, fmt.Errorf("wasm: call %s: %w after %v", id, ErrTimeout, h.cfg.Timeout)
+		case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled && h.stopping.Err() != nil:
+			return res, fmt.Errorf("wasm: call %s: stopped: %w", id, ErrClosed)
 		case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled:
 			return res, fmt.Errorf("wasm: call %s: %w", id, context.Canceled)
 		case errors.As(err, &exit):
@@ -230,7 +252,9 @@ func (h *Host) Call(ctx context.Context, id string, r *Request) (Result, error) 
 	return res, nil
 }
 
-// Close unloads every function and closes the runtime and the cache.
+// Close unloads every function, stops the calls in flight (they return
+// ErrClosed, as do calls waiting for a slot) and waits for them to return,
+// then closes the runtime and the cache.
 func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	if h.closed {
@@ -240,7 +264,11 @@ func (h *Host) Close(ctx context.Context) error {
 	h.closed = true
 	h.fns = nil
 	h.mu.Unlock()
-	return errors.Join(h.rt.Close(ctx), h.cache.Close(ctx))
+	h.stop()
+	h.calls.Wait()
+	err := errors.Join(h.rt.Close(ctx), h.cache.Close(ctx))
+	h.mem.close()
+	return err
 }
 
 // sleepUntilDone is a call's sleep (poll_oneoff with a clock

@@ -15,7 +15,7 @@ func TestCall(t *testing.T) {
 	h := newHost(t, Config{Timeout: 20 * time.Second, MemoryLimitBytes: 64 << 20, MaxRequestBytes: 1 << 10})
 	ctx := context.Background()
 	if err := h.Load(ctx, Deployment{ID: "dpl_1", Project: "prj_1", Module: mod,
-		Env: map[string]string{"API_TOKEN": "s3cret", "SERVICE_PROJECT_ID": "prj_forged", "PATH_INFO": "/forged"}}); err != nil {
+		Env: map[string]string{"API_TOKEN": "s3cret", "SERVICE_PROJECT_ID": "prj_forged", "PATH_INFO": "/forged", "EQUALS": "a=b=c", "EMPTY": ""}}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -30,6 +30,10 @@ func TestCall(t *testing.T) {
 		{name: "hello sees its project", req: Request{Method: "GET", Path: "/hello"}, wantStatus: 200, wantBody: "hello from prj_1\n",
 			wantHeader: map[string]string{"Content-Type": "text/plain"}},
 		{name: "pinned variable", req: Request{Method: "GET", Path: "/env", RawQuery: "k=API_TOKEN"}, wantStatus: 200, wantBody: "s3cret"},
+		{name: "a value holding '='", req: Request{Method: "GET", Path: "/env", RawQuery: "k=EQUALS"}, wantStatus: 200, wantBody: "a=b=c"},
+		{name: "an empty value is set", req: Request{Method: "GET", Path: "/env", RawQuery: "k=EMPTY"}, wantStatus: 200, wantBody: ""},
+		{name: "a CGI variable", req: Request{Method: "DELETE", Path: "/env", RawQuery: "k=REQUEST_METHOD"}, wantStatus: 200, wantBody: "DELETE"},
+		{name: "a header", req: Request{Method: "GET", Path: "/env", RawQuery: "k=HTTP_X_TEST", Header: http.Header{"X-Test": {"v1", "v2"}}}, wantStatus: 200, wantBody: "v1, v2"},
 		{name: "SERVICE_PROJECT_ID is not overridden", req: Request{Method: "GET", Path: "/env", RawQuery: "k=SERVICE_PROJECT_ID"}, wantStatus: 200, wantBody: "prj_1"},
 		{name: "the platform's own environment is not passed", req: Request{Method: "GET", Path: "/env", RawQuery: "k=HOME"}, wantStatus: 404},
 		{name: "body, method and headers in; status and headers out",
