@@ -3,8 +3,6 @@ package ai
 import (
 	"context"
 	"time"
-
-	"github.com/svcplatform/platform/controlplane/plans"
 )
 
 // Ledger is what the gateway needs of the billing ledger (controlplane/billing):
@@ -47,11 +45,6 @@ type CreditSummary struct {
 	Owed       Micros  `json:"owed"`
 	MonthSpend Micros  `json:"monthSpend"`
 	SpendLimit *Micros `json:"spendLimit"`
-}
-
-// Plans tells a workspace's plan.
-type Plans interface {
-	Plan(ctx context.Context, workspace string) plans.Name
 }
 
 // EmailVerifier tells whether the workspace owner's e-mail is verified

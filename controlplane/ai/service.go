@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/svcplatform/platform/controlplane/ratelimit"
 	"log/slog"
 	"net/http"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/svcplatform/platform/controlplane/ratelimit"
 
 	"github.com/svcplatform/platform/controlplane/ai/provider"
 	"github.com/svcplatform/platform/controlplane/api"
@@ -37,7 +38,7 @@ type Deps struct {
 	// Ledger holds and charges money.
 	Ledger Ledger
 	// Plans tells each workspace's plan.
-	Plans Plans
+	Plans plans.Source
 	// Email tells whether the owner's e-mail is verified; without it no
 	// hobby workspace counts as verified.
 	Email EmailVerifier
