@@ -151,16 +151,17 @@ func TestOpenAPIFieldDescriptions(t *testing.T) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ schema, field, want string }{
-		{"Totals", "fee_cents", "after refunds"},
-		{"Totals", "net_cents", "after fees and refunds"},
-		{"DayStats", "net_cents", "after fees and their refunds"},
-		{"Earnings", "fees", "after refunds"},
+	for _, tc := range []struct{ schema, field, typ, want string }{
+		{"Totals", "fee_cents", "integer", "after refunds"},
+		{"Totals", "net_cents", "integer", "after fees and refunds"},
+		{"DayStats", "net_cents", "integer", "after fees and their refunds"},
+		{"Earnings", "fees", "integer", "after refunds"},
+		{"Asset", "playable", "boolean", "while processing"},
 	} {
 		t.Run(tc.schema+"."+tc.field, func(t *testing.T) {
 			p := doc.Components.Schemas[tc.schema].Properties[tc.field]
-			if d, _ := p["description"].(string); !strings.Contains(d, tc.want) || p["type"] != "integer" {
-				t.Errorf("%v, want type integer and a description saying %q", p, tc.want)
+			if d, _ := p["description"].(string); !strings.Contains(d, tc.want) || p["type"] != tc.typ {
+				t.Errorf("%v, want type %s and a description saying %q", p, tc.typ, tc.want)
 			}
 		})
 	}

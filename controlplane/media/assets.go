@@ -33,14 +33,24 @@ type Asset struct {
 	Size int64 `json:"size,omitempty"`
 	// StoredBytes is what the processed video occupies (HLS and poster).
 	StoredBytes int64 `json:"storedBytes,omitempty"`
-	// Duration is the video's length in seconds (once processed).
+	// Duration is the video's length in seconds (once playable).
 	Duration float64 `json:"duration,omitempty"`
 	Width    int     `json:"width,omitempty"`
 	Height   int     `json:"height,omitempty"`
-	// Renditions are the HLS ladder's rungs, e.g. ["360p", "720p"].
-	Renditions []string `json:"renditions,omitempty"`
-	// PlaybackURL is the HLS master playlist (ready videos, live channels).
-	PlaybackURL string `json:"playbackUrl,omitempty"`
+	// Renditions are the HLS ladder's rungs that play now, e.g. ["360p",
+	// "720p"]: every rung once the video is playable.
+	Renditions []string `json:"renditions,omitempty" doc:"the HLS renditions playbackUrl plays now, e.g. [\"360p\", \"720p\"]; while processing, those whose first segments are published (playable true)"`
+	// Playable tells that PlaybackURL plays (videos): once ready, and
+	// while processing as soon as the first segments of every rendition
+	// are encoded; the playlists then grow as the encode goes on.
+	Playable bool `json:"playable,omitempty" doc:"videos: playbackUrl plays now. True once ready, and while processing as soon as the first segments are encoded: the playlists are then HLS EVENT playlists that grow as segments land (players start at the beginning) and become VOD playlists when the video is ready"`
+	// PlayableAt is when the video became playable.
+	PlayableAt time.Time `json:"playableAt,omitzero" doc:"videos: when playbackUrl started to play"`
+	// Progress is how much of the video is encoded, in percent, while
+	// it is processed here.
+	Progress int `json:"progress,omitempty" doc:"videos being processed: the percentage of the video encoded so far (0-99)"`
+	// PlaybackURL is the HLS master playlist (playable videos, live channels).
+	PlaybackURL string `json:"playbackUrl,omitempty" doc:"the HLS master playlist: a video's once it is playable (see playable), a live channel's"`
 	// PosterURL is a still of a ready video.
 	PosterURL string `json:"posterUrl,omitempty"`
 	// IngestURL and StreamKey are a live channel's publishing target;
@@ -73,13 +83,24 @@ func (s *Service) view(r record, secrets bool) Asset {
 	}
 	switch r.Kind {
 	case KindVideo:
-		if r.Status == StatusReady {
-			a.StoredBytes, a.Width, a.Height = r.StoredBytes, r.Width, r.Height
+		if r.Status == StatusProcessing {
+			a.Progress, _ = s.progress(r.ID)
+		}
+		playable := r.Status == StatusReady || r.Status == StatusProcessing && !r.LiveSince.IsZero()
+		if playable {
+			a.Playable, a.PlayableAt = true, r.LiveSince
+			if a.PlayableAt.IsZero() { // ready without having been published first (a short video)
+				a.PlayableAt = r.ReadyAt
+			}
+			a.Width, a.Height = r.Width, r.Height
 			a.Duration = float64(r.DurationMS) / 1000
 			if r.Renditions != "" {
 				a.Renditions = strings.Split(r.Renditions, ",")
 			}
 			a.PlaybackURL = s.cfg.PlaybackBaseURL + "/media/" + r.ID + "/" + transcode.MasterPlaylist
+		}
+		if r.Status == StatusReady {
+			a.StoredBytes = r.StoredBytes
 			a.PosterURL = s.cfg.PlaybackBaseURL + "/media/" + r.ID + "/" + transcode.PosterFile
 		}
 	case KindLive:

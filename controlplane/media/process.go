@@ -100,6 +100,9 @@ type running struct {
 	cancel context.CancelFunc
 	// done is closed when Process returns.
 	done chan struct{}
+	// duration and encoded tell how far the encode has come (guarded by
+	// Service.mu); duration is 0 until the file is probed.
+	duration, encoded time.Duration
 }
 
 // Process turns an uploaded video into HLS. It is safe to call for any
@@ -144,7 +147,10 @@ func (s *Service) Process(ctx context.Context, id string) error {
 	if r.Attempts >= MaxAttempts {
 		return s.fail(ctx, r, FailInterrupted, fmt.Sprintf("processing was interrupted %d times; upload the file again to a new video", r.Attempts))
 	}
-	if _, err := update(ctx, s.d.DB, id, map[string]any{"attempts": r.Attempts + 1, "updated_at": now}, "status = ?", StatusProcessing); err != nil {
+	// A new start encodes from the beginning: nothing plays until its
+	// first segments are published again.
+	if _, err := update(ctx, s.d.DB, id, map[string]any{"attempts": r.Attempts + 1, "updated_at": now, "live_since": "", "renditions": ""},
+		"status = ?", StatusProcessing); err != nil {
 		return err
 	}
 	dir := s.assetDir(id)
@@ -164,7 +170,20 @@ func (s *Service) Process(ctx context.Context, id string) error {
 	if pr.Duration > MaxDuration {
 		return s.fail(ctx, r, FailTooLong, fmt.Sprintf("the video is %s long; the limit is one hour per upload", pr.Duration.Round(time.Second)))
 	}
-	out, err := tools.HLS(ctx, j.dir, sourceFile, hlsTmpDir, pr, transcode.Options{SegmentSeconds: s.cfg.SegmentSeconds})
+	s.mu.Lock()
+	run.duration = pr.Duration
+	s.mu.Unlock()
+	published := false
+	out, err := tools.HLS(ctx, j.dir, sourceFile, hlsTmpDir, pr, transcode.Options{SegmentSeconds: s.cfg.SegmentSeconds,
+		Progress: func(p transcode.Progress) {
+			s.mu.Lock()
+			run.encoded = p.Encoded
+			s.mu.Unlock()
+			if p.Published && !published {
+				published = true
+				s.publish(ctx, r, pr)
+			}
+		}})
 	if err != nil {
 		os.RemoveAll(filepath.Join(j.dir, hlsTmpDir))
 		return s.failWith(ctx, r, err)
@@ -202,6 +221,45 @@ func (s *Service) Process(ctx context.Context, id string) error {
 	s.meter(ctx, r, MetricMinutesProcessed, pr.Duration.Minutes(), now)
 	s.meter(ctx, r, MetricStoredBytes, float64(stored), now)
 	return nil
+}
+
+// publish makes a video being processed playable: its first segments of
+// every rendition are written, and the playback URL serves the growing
+// playlists from the job's output (see openPlayback). It records when
+// (live_since, which for a video is when playback started to work) and the
+// renditions, length and size, so the asset shows them while processing.
+// A failure to record is logged: the encode goes on and the video is
+// playable once ready.
+func (s *Service) publish(ctx context.Context, r record, pr transcode.Probe) {
+	rungs := transcode.Ladder(pr.Height)
+	names := make([]string, len(rungs))
+	for i, rg := range rungs {
+		names[i] = rg.Name()
+	}
+	now := s.d.Clock.Now()
+	ok, err := update(ctx, s.d.DB, r.ID, map[string]any{"live_since": now, "renditions": strings.Join(names, ","),
+		"duration_ms": pr.Duration.Milliseconds(), "width": pr.Width, "height": pr.Height, "updated_at": now}, "status = ?", StatusProcessing)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.d.Logger.Error("media: publish", "asset", r.ID, "err", err)
+		}
+		return
+	}
+	if ok && s.onPlayable != nil {
+		s.onPlayable(r.ID)
+	}
+}
+
+// progress is how much of video id's encode is done, in percent (0-99),
+// and whether it is being encoded here.
+func (s *Service) progress(id string) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	run, ok := s.running[id]
+	if !ok || run.duration <= 0 {
+		return 0, false
+	}
+	return min(int(100*run.encoded/run.duration), 99), true
 }
 
 // failWith fails r for a transcode error: the file's fault becomes a

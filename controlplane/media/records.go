@@ -54,8 +54,10 @@ type record struct {
 	StoredDay                                  string
 	StreamKeySealed                            []byte
 	StreamKeyHash                              string
-	LiveSince                                  time.Time
-	CreatedAt, UpdatedAt                       time.Time
+	// LiveSince (live_since) is when playback started to work: a live
+	// channel's going live, a video's first published segments.
+	LiveSince            time.Time
+	CreatedAt, UpdatedAt time.Time
 }
 
 const recordCols = `id, workspace_id, project_id, name, kind, status, failure_code, failure, source_bytes, stored_bytes,

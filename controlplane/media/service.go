@@ -183,6 +183,9 @@ type Service struct {
 	running map[string]*running
 	// receiving are videos whose file is arriving now.
 	receiving map[string]bool
+	// onPlayable, when set (tests), is called when a video being
+	// processed becomes playable, from the goroutine reading the encoder.
+	onPlayable func(id string)
 
 	closeOnce sync.Once
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -65,7 +66,15 @@ type Options struct {
 	// SegmentSeconds is the target segment length (DefaultSegmentSeconds
 	// when 0; the spec's range is 2-6 s).
 	SegmentSeconds int
+	// Progress, when set, is told how far the encode has come about four
+	// times a second and once at its end, from a goroutine of its own
+	// (never after HLS has returned). It must not block for long.
+	Progress func(Progress)
 }
+
+// progressPeriod is how often ffmpeg reports its progress (its
+// -stats_period, seconds).
+const progressPeriod = "0.25"
 
 // DefaultSegmentSeconds is the segment length used when none is given.
 const DefaultSegmentSeconds = 4
@@ -85,6 +94,12 @@ type Output struct {
 // holding index.m3u8 and its .ts segments, and master.m3u8 naming them all
 // with their bandwidth and resolution. out is emptied first. src is read
 // with the demuxer p was probed with, through the file protocol only.
+//
+// The output plays while it is written (see Progress.Published): every
+// rung is encoded at once, each segment appears under its name only once
+// complete (never rewritten), and each rung's playlist is an EVENT
+// playlist naming the segments so far, replaced at once as each lands.
+// When the encode ends they become VOD playlists.
 func (t Tools) HLS(ctx context.Context, dir, src, out string, p Probe, o Options) (Output, error) {
 	seg := o.SegmentSeconds
 	if seg == 0 {
@@ -101,13 +116,13 @@ func (t Tools) HLS(ctx context.Context, dir, src, out string, p Probe, o Options
 		return Output{}, fmt.Errorf("transcode: hls: %q and %q must be relative to the job directory", src, out)
 	}
 	outDir := filepath.Join(dir, out)
+	rungs := Ladder(p.Height)
 	if err := os.RemoveAll(outDir); err != nil {
 		return Output{}, fmt.Errorf("transcode: clear %s: %w", out, err)
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return Output{}, fmt.Errorf("transcode: %w", err)
 	}
-	rungs := Ladder(p.Height)
 	var filter strings.Builder
 	fmt.Fprintf(&filter, "[0:v:0]split=%d", len(rungs))
 	for i := range rungs {
@@ -116,7 +131,19 @@ func (t Tools) HLS(ctx context.Context, dir, src, out string, p Probe, o Options
 	for i, r := range rungs {
 		fmt.Fprintf(&filter, ";[s%d]scale=-2:%d,format=yuv420p[v%d]", i, r.Height, i)
 	}
-	args := append([]string{"-hide_banner", "-nostdin", "-nostats", "-loglevel", "error", "-y"}, in...)
+	args := []string{"-hide_banner", "-nostdin", "-nostats", "-loglevel", "error", "-y"}
+	var stdout io.Writer = io.Discard
+	if o.Progress != nil {
+		args = append(args, "-progress", "pipe:1", "-stats_period", progressPeriod)
+		done := false
+		stdout = &progressWriter{fn: func(encoded time.Duration) {
+			if !done {
+				done = published(outDir, rungs)
+			}
+			o.Progress(Progress{Encoded: encoded, Published: done})
+		}}
+	}
+	args = append(args, in...)
 	args = append(args, "-i", "file:"+src, "-filter_complex", filter.String())
 	var streamMap []string
 	for i, r := range rungs {
@@ -142,13 +169,13 @@ func (t Tools) HLS(ctx context.Context, dir, src, out string, p Probe, o Options
 		args = append(args, "-c:a", "aac", "-b:a", fmt.Sprintf("%dk", AudioKbps), "-ac", "2", "-ar", "48000")
 	}
 	args = append(args,
-		"-f", "hls", "-hls_time", strconv.Itoa(seg), "-hls_playlist_type", "vod", "-hls_flags", "independent_segments",
+		"-f", "hls", "-hls_time", strconv.Itoa(seg), "-hls_playlist_type", "event", "-hls_flags", "independent_segments+temp_file",
 		"-hls_segment_type", "mpegts",
 		"-hls_segment_filename", filepath.Join(out, "%v", "seg_%04d.ts"),
 		"-master_pl_name", MasterPlaylist,
 		"-var_stream_map", strings.Join(streamMap, " "),
 		filepath.Join(out, "%v", "index.m3u8"))
-	if _, _, err := t.run(ctx, dir, t.FFmpeg, args...); err != nil {
+	if _, err := t.runTo(ctx, dir, stdout, t.FFmpeg, args...); err != nil {
 		if ctx.Err() != nil {
 			return Output{}, fmt.Errorf("transcode: hls: %w", ctx.Err())
 		}
@@ -156,6 +183,9 @@ func (t Tools) HLS(ctx context.Context, dir, src, out string, p Probe, o Options
 	}
 	if _, err := os.Stat(filepath.Join(outDir, MasterPlaylist)); err != nil {
 		return Output{}, fmt.Errorf("%w: ffmpeg wrote no master playlist", ErrCorrupt)
+	}
+	if err := finishPlaylists(outDir, rungs); err != nil {
+		return Output{}, err
 	}
 	n, err := DirSize(outDir)
 	return Output{Renditions: rungs, Bytes: n}, err

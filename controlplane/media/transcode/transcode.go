@@ -113,15 +113,22 @@ func (t Tools) argv(prog string, args ...string) []string {
 // run runs prog in dir and returns its stdout; a failure carries the last
 // lines of stderr, which is returned too.
 func (t Tools) run(ctx context.Context, dir, prog string, args ...string) ([]byte, string, error) {
+	var out bytes.Buffer
+	stderr, err := t.runTo(ctx, dir, &out, prog, args...)
+	return out.Bytes(), stderr, err
+}
+
+// runTo is run writing prog's stdout to stdout as it comes.
+func (t Tools) runTo(ctx context.Context, dir string, stdout io.Writer, prog string, args ...string) (string, error) {
 	r := t.Runner
 	if r == nil {
 		r = Direct{}
 	}
-	var out, errb bytes.Buffer
-	if err := r.Run(ctx, dir, t.argv(prog, args...), &out, &errb); err != nil {
-		return out.Bytes(), errb.String(), fmt.Errorf("%w: %s", err, lastLines(errb.String(), 3))
+	var errb bytes.Buffer
+	if err := r.Run(ctx, dir, t.argv(prog, args...), stdout, &errb); err != nil {
+		return errb.String(), fmt.Errorf("%w: %s", err, lastLines(errb.String(), 3))
 	}
-	return out.Bytes(), errb.String(), nil
+	return errb.String(), nil
 }
 
 // lastLines returns the last n non-empty lines of s, joined by "; ".
