@@ -130,11 +130,6 @@ type Projects interface {
 	RequireActive(ctx context.Context, projectID string) error
 }
 
-// Plans tells a workspace's plan.
-type Plans interface {
-	Plan(ctx context.Context, workspace string) plans.Name
-}
-
 // Deps are the core services the area is built on.
 type Deps struct {
 	// DB is the metadata database.
@@ -148,7 +143,7 @@ type Deps struct {
 	// Projects says which projects exist and accept changes.
 	Projects Projects
 	// Plans tells each workspace's plan (media asset limits).
-	Plans Plans
+	Plans plans.Source
 	// Sealer seals live stream keys so developers can read them back.
 	Sealer *seal.Sealer
 	// Jobs records stored bytes daily (JobRecordStorage).
