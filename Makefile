@@ -116,10 +116,18 @@ bench:
 	GO="$(GO)" PLATFORM_BIN=bin/platform bash bench/peers.sh
 	GO="$(GO)" PLATFORM_BIN=bin/platform bash bench/build.sh
 
-## bench-areas: vector search, the AI gateway, databases, functions and media against
-## hnswlib/FAISS, Portkey, D1 under miniflare, workerd and ffmpeg by hand (bench/peers.sh; ONLY=...)
+## bench-areas: vector search, the AI gateway, databases, functions, media and background jobs
+## against hnswlib/FAISS, Portkey, D1 under miniflare, workerd, ffmpeg by hand and River
+## (bench/peers.sh; ONLY=...; bench/jobs.sh)
 bench-areas:
 	GO="$(GO)" bash bench/peers.sh
+	GO="$(GO)" bash bench/jobs.sh
+
+## bench-jobs: background jobs against River (Go) on the same SQLite and PostgreSQL, with a
+## SIGKILL crash check (bench/jobs.sh; QUICK=1 for a smoke run)
+.PHONY: bench-jobs
+bench-jobs:
+	GO="$(GO)" bash bench/jobs.sh
 
 ## bench-build: the edge's p99 on a cached page while a project builds on the same core, against
 ## idle (bench/build.sh; QUICK=1 for a smoke run)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -685,5 +686,166 @@ func TestReclaimAbandoned(t *testing.T) {
 	mustRunDue(t, b, 1) // the same instant: taken back at once
 	if in := mustGet(t, b, id); in.State != Done || ran.Load() != 1 {
 		t.Fatalf("after reclaim: %+v", in)
+	}
+}
+
+// A claim takes at most its limit, oldest run_at first, and Run never holds
+// more leases than it has workers.
+func TestClaimLimit(t *testing.T) { eachEngine(t, testClaimLimit) }
+
+func testClaimLimit(t *testing.T, e pgtest.Engine) {
+	db, _, r := env(t, e)
+	ctx := context.Background()
+	r.Register("work", func(context.Context, Job) error { return nil }, KindOptions{})
+	var want []string
+	err := db.Tx(ctx, func(tx *sql.Tx) error {
+		for i := range 50 {
+			// Enqueued newest first: the claim must order by run_at.
+			id, err := r.Enqueue(ctx, tx, "work", i, EnqueueOptions{RunAt: t0.Add(-time.Duration(i) * time.Second)})
+			if err != nil {
+				return err
+			}
+			want = append(want, id)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Reverse(want)
+	countRunning := func() int {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE state = 'running'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name  string
+		limit int
+	}{{"one", 1}, {"seven", 7}, {"the rest and more", 100}} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := countRunning()
+			cs, err := r.claim(ctx, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantN := min(tc.limit, 50-before)
+			if len(cs) != wantN || countRunning() != before+wantN {
+				t.Fatalf("claim(%d) took %d jobs, %d leased in the store; want %d", tc.limit, len(cs), countRunning()-before, wantN)
+			}
+			for i, c := range cs {
+				if c.ID != want[before+i] || c.Attempt != 1 {
+					t.Fatalf("claim %d: job %s attempt %d, want %s (oldest first) attempt 1", i, c.ID, c.Attempt, want[before+i])
+				}
+			}
+		})
+	}
+	t.Run("Run holds one lease per worker", func(t *testing.T) {
+		db2, _, r2 := env(t, e)
+		release := make(chan struct{})
+		started := make(chan struct{}, 50)
+		r2.cfg.Workers = 3
+		r2.Register("block", func(ctx context.Context, j Job) error {
+			started <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		}, KindOptions{})
+		for i := range 20 {
+			if _, err := r2.Enqueue(ctx, nil, "block", i, EnqueueOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done := make(chan error, 1)
+		go func() { done <- r2.Run(ctx) }()
+		wait := func(k int) {
+			for i := range k {
+				select {
+				case <-started:
+				case <-time.After(20 * time.Second):
+					t.Fatalf("%d of %d jobs started: the workers did not claim them", i, k)
+				}
+			}
+		}
+		wait(3)
+		var n int
+		if err := db2.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE state = 'running'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 3 {
+			t.Fatalf("%d jobs leased with 3 workers busy, want 3", n)
+		}
+		close(release)
+		wait(17)
+		r2.Close()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Run's batched outcome writes record every kind of ending: done, a retry
+// then done, and dead.
+func TestRunRecordsEveryOutcome(t *testing.T) { eachEngine(t, testRunRecordsEveryOutcome) }
+
+func testRunRecordsEveryOutcome(t *testing.T, e pgtest.Engine) {
+	_, _, r := env(t, e)
+	r.cfg.Workers = 4
+	ctx := context.Background()
+	calls := make(chan string, 100)
+	var flaky sync.Map
+	r.Register("ok", func(context.Context, Job) error { calls <- "ok"; return nil }, KindOptions{})
+	r.Register("flaky", func(_ context.Context, j Job) error {
+		calls <- "flaky"
+		if _, again := flaky.LoadOrStore(j.ID, true); !again {
+			return errors.New("first attempt fails")
+		}
+		return nil
+	}, KindOptions{Backoff: []time.Duration{time.Nanosecond}}) // due again at once on the fake clock
+	r.Register("bad", func(context.Context, Job) error { calls <- "bad"; return Permanent(errors.New("refused")) }, KindOptions{})
+	const n = 5
+	ids := map[string][]string{}
+	for _, k := range []string{"ok", "flaky", "bad"} {
+		for i := range n {
+			id, err := r.Enqueue(ctx, nil, k, i, EnqueueOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[k] = append(ids[k], id)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	for i := range 4 * n { // ok n, flaky 2n, bad n
+		select {
+		case <-calls:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%d of %d handler calls", i, 4*n)
+		}
+	}
+	r.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		kind    string
+		state   State
+		attempt int
+		lastErr string
+	}{{"ok", Done, 1, ""}, {"flaky", Done, 2, ""}, {"bad", Dead, 1, "refused"}} {
+		t.Run(tc.kind, func(t *testing.T) {
+			for _, id := range ids[tc.kind] {
+				in, err := r.Get(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if in.State != tc.state || in.Attempt != tc.attempt || in.LastError != tc.lastErr {
+					t.Fatalf("%s: state %s attempt %d error %q, want %s %d %q", id, in.State, in.Attempt, in.LastError, tc.state, tc.attempt, tc.lastErr)
+				}
+			}
+		})
 	}
 }

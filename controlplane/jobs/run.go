@@ -3,10 +3,11 @@ package jobs
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"runtime/debug"
-	"sync"
+	"slices"
 	"time"
 
 	"github.com/svcplatform/platform/controlplane/store"
@@ -25,54 +26,133 @@ type claimed struct {
 // transaction. A job whose lease expired on its last attempt is buried
 // (dead) instead of claimed.
 func (r *Runner) claim(ctx context.Context, limit int) ([]claimed, error) {
-	kinds := r.kindNames()
+	cs, _, err := r.step(ctx, nil, limit, true)
+	return cs, err
+}
+
+// step writes the outcomes of ended attempts and claims up to limit due
+// jobs, in one transaction: a busy runner pays one commit for each batch
+// of finished jobs and their successors instead of two per job. It reports
+// which outcomes were kept (see writeOutcomes).
+func (r *Runner) step(ctx context.Context, es []ended, limit int, expired bool) ([]claimed, []bool, error) {
+	if r.pipelined(es, expired) {
+		cs, kept, err := r.stepPipelined(ctx, es, limit)
+		if !errors.Is(err, errNoPipeline) {
+			if err != nil {
+				return nil, nil, fmt.Errorf("jobs: claim: %w", err)
+			}
+			return cs, kept, nil
+		}
+	}
 	var out []claimed
+	var kept []bool
 	err := r.claimTx(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
-		now := r.clk.Now()
-		ts := store.FormatTime(now)
-		cands, err := claimable(ctx, tx, r.db.Dialect(), kinds, ts, limit)
-		if err != nil {
+		var err error
+		if kept, err = r.writeOutcomes(ctx, tx, es); err != nil {
 			return err
 		}
-		for _, c := range cands {
+		if limit <= 0 {
+			return nil
+		}
+		out, err = r.claimIn(ctx, tx, limit, expired, out)
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("jobs: claim: %w", err)
+	}
+	return out, kept, nil
+}
+
+// claimIn leases up to limit due jobs in tx and appends them to out: jobs
+// whose lease expired first when expired is set (a lease expires with the
+// clock, so the loop looks for them on its poll and wake-ups, not on every
+// claim), then queued ones.
+func (r *Runner) claimIn(ctx context.Context, tx *sql.Tx, limit int, expired bool, out []claimed) ([]claimed, error) {
+	kinds := r.kindNames()
+	now := r.clk.Now()
+	ts := store.FormatTime(now)
+	until := r.leaseUntil(now)
+	if expired {
+		cands, err := expiredLeases(ctx, tx, r.db.Dialect(), kinds, ts, limit)
+		if err != nil {
+			return out, err
+		}
+		// Leases are taken with one UPDATE per lease length (per kind's
+		// Timeout), each re-checking that its rows are still due.
+		type group struct {
+			until string
+			ids   []string
+		}
+		var groups []group
+		take := make([]*kind, len(cands))
+		for i, c := range cands {
 			k, ok := r.kind(c.Kind)
 			if !ok {
 				continue
 			}
-			if c.State == Running && c.Attempt >= k.o.MaxAttempts {
+			if c.Attempt >= k.o.MaxAttempts {
 				reason := fmt.Sprintf("lease expired during attempt %d of %d: its runner stopped or the attempt overran its timeout", c.Attempt, k.o.MaxAttempts)
 				buried, err := bury(ctx, tx, c.ID, ts, reason)
 				if err != nil {
-					return err
+					return out, err
 				}
 				if buried {
 					r.m.runs.WithLabelValues(c.Kind, "dead").Inc()
 					r.log.Warn("job dead", "job", c.ID, "kind", c.Kind, "attempt", c.Attempt, "err", reason)
 					if k.period > 0 {
 						if err := scheduleNext(ctx, tx, c.Kind, k.period, now); err != nil {
-							return err
+							return out, err
 						}
 					}
 				}
 				continue
 			}
-			got, err := lease(ctx, tx, c.ID, r.owner, ts, store.FormatTime(now.Add(k.o.Timeout+r.cfg.LeaseGrace)))
-			if err != nil {
-				return err
+			take[i] = k
+			u := store.FormatTime(now.Add(k.o.Timeout + r.cfg.LeaseGrace))
+			gi := slices.IndexFunc(groups, func(g group) bool { return g.until == u })
+			if gi < 0 {
+				groups = append(groups, group{until: u})
+				gi = len(groups) - 1
 			}
-			if got {
-				j := c.Job
-				j.Attempt++
-				out = append(out, claimed{Job: j, k: k})
+			groups[gi].ids = append(groups[gi].ids, c.ID)
+		}
+		got := map[string]bool{}
+		for _, g := range groups {
+			if err := lease(ctx, tx, g.ids, r.owner, ts, g.until, got); err != nil {
+				return out, err
 			}
 		}
-		return nil
-	})
+		for i, c := range cands {
+			if take[i] != nil && got[c.ID] {
+				j := c.Job
+				j.Attempt++
+				out = append(out, claimed{Job: j, k: take[i]})
+				limit--
+			}
+		}
+	}
+	queued, err := leaseQueued(ctx, tx, r.db.Dialect(), until, r.owner, ts, limit)
 	if err != nil {
-		return nil, fmt.Errorf("jobs: claim: %w", err)
+		return out, err
+	}
+	for _, in := range queued {
+		if k, ok := r.kind(in.Kind); ok {
+			out = append(out, claimed{Job: in.Job, k: k})
+		}
 	}
 	return out, nil
+}
+
+// leaseUntil is when a lease taken at now ends, by registered kind.
+func (r *Runner) leaseUntil(now time.Time) map[string]string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	until := make(map[string]string, len(r.kinds))
+	for name, k := range r.kinds {
+		until[name] = store.FormatTime(now.Add(k.o.Timeout + r.cfg.LeaseGrace))
+	}
+	return until
 }
 
 // claimTx runs a claim. On SQLite it is an ordinary (IMMEDIATE) Tx: the
@@ -91,8 +171,18 @@ func (r *Runner) claimTx(ctx context.Context, fn func(tx *sql.Tx) error) (err er
 		start := time.Now()
 		defer func() { r.db.OnTx(time.Since(start), err) }()
 	}
+	plan := func(tx *sql.Tx) error {
+		// The claim's queries must walk jobs_due and jobs_lease in order
+		// and stop at their LIMIT. Right after a burst of enqueues the
+		// table's statistics still count a handful of rows, and the planner
+		// would rather read every due row and sort them, on each claim.
+		if _, err := tx.ExecContext(ctx, `SET LOCAL enable_sort = off; SET LOCAL enable_bitmapscan = off`); err != nil {
+			return err
+		}
+		return fn(tx)
+	}
 	for attempt := 1; ; attempt++ {
-		err = readCommitted(ctx, r.db, fn)
+		err = readCommitted(ctx, r.db, plan)
 		// A deadlock cannot arise from SKIP LOCKED alone, but a lease
 		// UPDATE may meet a finishing runner's row: run the claim again.
 		if !store.IsRetryable(err) || attempt == store.MaxTxAttempts {
@@ -135,9 +225,18 @@ func call(ctx context.Context, h Handler, j Job) (err error) {
 	return h(ctx, j)
 }
 
-// run runs one claimed job and records how it ended. ctx is the runner's:
-// when it ends mid-attempt (shutdown) the attempt is given back.
-func (r *Runner) run(ctx context.Context, c claimed) {
+// ended is an attempt that has ended, its outcome not yet written.
+type ended struct {
+	c      claimed
+	o      outcome
+	err    error
+	result string    // metric label: done, retry, dead, released
+	at     time.Time // when it ended (the runner's clock)
+}
+
+// attempt runs one claimed job and returns how it ended. ctx is the
+// runner's: when it ends mid-attempt (shutdown) the attempt is given back.
+func (r *Runner) attempt(ctx context.Context, c claimed) ended {
 	start := time.Now()
 	hctx, cancel := context.WithTimeout(ctx, c.k.o.Timeout)
 	err := call(hctx, c.k.h, c.Job)
@@ -145,45 +244,108 @@ func (r *Runner) run(ctx context.Context, c claimed) {
 	r.m.seconds.WithLabelValues(c.Kind).Observe(time.Since(start).Seconds())
 
 	now := r.clk.Now()
-	var o outcome
-	result := ""
+	e := ended{c: c, err: err, at: now}
 	switch {
 	case err == nil:
-		o, result = outcome{state: Done}, "done"
+		e.o, e.result = outcome{state: Done}, "done"
 	case ctx.Err() != nil:
-		o, result = outcome{state: Queued, release: true, runAt: now}, "released"
+		e.o, e.result = outcome{state: Queued, release: true, runAt: now}, "released"
 	case IsPermanent(err) || c.Attempt >= c.k.o.MaxAttempts:
-		o, result = outcome{state: Dead, lastError: clip(err.Error())}, "dead"
+		e.o, e.result = outcome{state: Dead, lastError: clip(err.Error())}, "dead"
 	default:
-		o, result = outcome{state: Queued, runAt: now.Add(c.k.o.backoff(c.Attempt)), lastError: clip(err.Error())}, "retry"
+		e.o, e.result = outcome{state: Queued, runAt: now.Add(c.k.o.backoff(c.Attempt)), lastError: clip(err.Error())}, "retry"
 	}
+	return e
+}
+
+// run runs one claimed job and records how it ended.
+func (r *Runner) run(ctx context.Context, c claimed) {
+	r.record(ctx, []ended{r.attempt(ctx, c)})
+}
+
+// record writes the outcomes of es in a transaction of their own.
+func (r *Runner) record(ctx context.Context, es []ended) {
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer fcancel()
-	var kept bool
+	var kept []bool
 	ferr := r.db.Tx(fctx, func(tx *sql.Tx) error {
 		var err error
-		kept, err = finish(fctx, tx, c.ID, r.owner, c.Attempt, o, now)
-		if err != nil || !kept {
-			return err
-		}
-		if c.k.period > 0 && (o.state == Done || o.state == Dead) {
-			return scheduleNext(fctx, tx, c.Kind, c.k.period, now)
-		}
-		return nil
+		kept, err = r.writeOutcomes(fctx, tx, es)
+		return err
 	})
-	switch {
-	case ferr != nil:
-		r.log.Error("job outcome not recorded; the lease will expire and the job run again", "job", c.ID, "kind", c.Kind, "err", ferr)
-		result = "lost"
-	case !kept:
-		r.log.Warn("job lease lost before the attempt ended; its outcome is dropped", "job", c.ID, "kind", c.Kind, "attempt", c.Attempt)
-		result = "lost"
-	case o.state == Dead:
-		r.log.Warn("job dead", "job", c.ID, "kind", c.Kind, "attempt", c.Attempt, "err", err)
-	case result == "retry":
-		r.log.Info("job failed, will retry", "job", c.ID, "kind", c.Kind, "attempt", c.Attempt, "retry_at", o.runAt, "err", err)
+	r.recorded(es, kept, ferr)
+}
+
+// writeOutcomes records the outcomes of es in tx, each fenced by this
+// runner's lease and the attempt it ran: kept[i] is false when the job's
+// lease was lost (another runner claimed it meanwhile) and nothing was
+// written for it. Done outcomes are written with one UPDATE per batch; a
+// periodic kind's done or dead job schedules its next slot.
+func (r *Runner) writeOutcomes(ctx context.Context, tx *sql.Tx, es []ended) ([]bool, error) {
+	if len(es) == 0 {
+		return nil, nil
 	}
-	r.m.runs.WithLabelValues(c.Kind, result).Inc()
+	kept := make([]bool, len(es))
+	var done []int
+	for i, e := range es {
+		if e.o.state != Done {
+			ok, err := finish(ctx, tx, e.c.ID, r.owner, e.c.Attempt, e.o, e.at)
+			if err != nil {
+				return nil, err
+			}
+			kept[i] = ok
+			continue
+		}
+		done = append(done, i)
+	}
+	for len(done) > 0 {
+		n := min(len(done), maxBatch)
+		refs := make([]attemptRef, n)
+		var at time.Time
+		for j, i := range done[:n] {
+			refs[j] = attemptRef{id: es[i].c.ID, attempt: es[i].c.Attempt}
+			if es[i].at.After(at) {
+				at = es[i].at
+			}
+		}
+		got, err := finishDone(ctx, tx, refs, r.owner, at)
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range done[:n] {
+			kept[i] = got[es[i].c.ID]
+		}
+		done = done[n:]
+	}
+	for i, e := range es {
+		if kept[i] && e.c.k.period > 0 && (e.o.state == Done || e.o.state == Dead) {
+			if err := scheduleNext(ctx, tx, e.c.Kind, e.c.k.period, e.at); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return kept, nil
+}
+
+// recorded logs and counts the outcomes of es once their transaction
+// ended with ferr.
+func (r *Runner) recorded(es []ended, kept []bool, ferr error) {
+	for i, e := range es {
+		c, result := e.c, e.result
+		switch {
+		case ferr != nil:
+			r.log.Error("job outcome not recorded; the lease will expire and the job run again", "job", c.ID, "kind", c.Kind, "err", ferr)
+			result = "lost"
+		case !kept[i]:
+			r.log.Warn("job lease lost before the attempt ended; its outcome is dropped", "job", c.ID, "kind", c.Kind, "attempt", c.Attempt)
+			result = "lost"
+		case e.o.state == Dead:
+			r.log.Warn("job dead", "job", c.ID, "kind", c.Kind, "attempt", c.Attempt, "err", e.err)
+		case result == "retry":
+			r.log.Info("job failed, will retry", "job", c.ID, "kind", c.Kind, "attempt", c.Attempt, "retry_at", e.o.runAt, "err", e.err)
+		}
+		r.m.runs.WithLabelValues(c.Kind, result).Inc()
+	}
 }
 
 func clip(s string) string {
@@ -291,17 +453,90 @@ func (r *Runner) Run(ctx context.Context) error {
 	return nil
 }
 
-// loop claims and runs due jobs until ctx ends, then waits for them.
+// stepped is a step's answer to the loop.
+type stepped struct {
+	es    []ended
+	limit int
+	cs    []claimed
+	kept  []bool
+	err   error
+}
+
+// loop claims and runs due jobs until ctx ends, then waits for them. The
+// workers hand their ended attempts back to the loop, which writes their
+// outcomes and claims their successors in one transaction (step). On
+// PostgreSQL up to four steps may be in flight at once, so that commits'
+// flushes overlap the next steps' work (SKIP LOCKED keeps their claims
+// apart); SQLite has one writer and runs one step at a time.
 func (r *Runner) loop(ctx context.Context) {
-	var workers sync.WaitGroup
-	defer workers.Wait()
-	sem := make(chan struct{}, r.cfg.Workers)
+	results := make(chan ended, r.cfg.Workers)
+	maxSteps := 1
+	if r.db.Dialect() == store.Postgres {
+		maxSteps = 4
+	}
+	steps := make(chan stepped, maxSteps)
+	running, reserved, inFlight := 0, 0, 0
+	var pending []ended
+	// idle: the last claim found fewer due jobs than it asked for; claim
+	// again on a wake-up, the poll, or when a worker frees a slot.
+	idle := false
+	// expired: the next claim also looks for expired leases (at start, on
+	// a wake-up and on the poll).
+	expired := true
 	timer := time.NewTimer(r.cfg.PollInterval)
 	defer timer.Stop()
 	var lastPurge time.Time
-	for ctx.Err() == nil {
-		if err := r.ensurePeriodic(ctx); err != nil && ctx.Err() == nil {
-			r.log.Error("jobs: periodic schedule", "err", err)
+	var lastPeriodic time.Time // wall time: the schedule is a safety net, checked once a poll
+	done := func(st stepped) {
+		inFlight--
+		reserved -= st.limit
+		if st.err != nil && len(st.es) > 0 {
+			// Try the outcomes alone; a claim error must not lose them.
+			r.record(ctx, st.es)
+		} else {
+			r.recorded(st.es, st.kept, nil)
+		}
+		if st.err != nil && ctx.Err() == nil {
+			r.log.Error("jobs: claim", "err", st.err)
+		}
+		if st.limit > 0 {
+			idle = st.err != nil || len(st.cs) < st.limit
+		}
+		for _, c := range st.cs {
+			running++
+			go func(c claimed) { results <- r.attempt(ctx, c) }(c)
+		}
+	}
+	for {
+		for drained := false; !drained; {
+			select {
+			case e := <-results:
+				pending, running, idle = append(pending, e), running-1, false
+			case st := <-steps:
+				done(st)
+			default:
+				drained = true
+			}
+		}
+		if ctx.Err() != nil {
+			// The attempts in progress see their context end: wait for
+			// them and give them back.
+			for inFlight > 0 {
+				done(<-steps)
+			}
+			for ; running > 0; running-- {
+				pending = append(pending, <-results)
+			}
+			if len(pending) > 0 {
+				r.record(ctx, pending)
+			}
+			return
+		}
+		if time.Since(lastPeriodic) >= r.cfg.PollInterval {
+			lastPeriodic, expired = time.Now(), true
+			if err := r.ensurePeriodic(ctx); err != nil && ctx.Err() == nil {
+				r.log.Error("jobs: periodic schedule", "err", err)
+			}
 		}
 		if now := r.clk.Now(); now.Sub(lastPurge) >= time.Hour {
 			lastPurge = now
@@ -309,31 +544,41 @@ func (r *Runner) loop(ctx context.Context) {
 				r.log.Error("jobs: purge", "err", err)
 			}
 		}
-		free := cap(sem) - len(sem)
-		if free > 0 {
-			cs, err := r.claim(ctx, free)
-			if err != nil && ctx.Err() == nil {
-				r.log.Error("jobs: claim", "err", err)
-			}
-			for _, c := range cs {
-				sem <- struct{}{}
-				workers.Add(1)
-				go func(c claimed) {
-					defer workers.Done()
-					r.run(ctx, c)
-					<-sem
-					r.Wake()
-				}(c)
-			}
-			if err == nil && len(cs) == free {
-				continue // there may be more due
-			}
+		free := r.cfg.Workers - running - reserved
+		if idle {
+			free = 0
 		}
-		timer.Reset(r.cfg.PollInterval)
+		if inFlight < maxSteps && (free > 0 || len(pending) > 0) {
+			st := stepped{es: pending, limit: max(free, 0)}
+			pending = nil
+			check := expired && st.limit > 0
+			if check {
+				expired = false
+			}
+			inFlight++
+			reserved += st.limit
+			go func() {
+				// The outcomes are written even when ctx ends meanwhile.
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				st.cs, st.kept, st.err = r.step(sctx, st.es, st.limit, check)
+				cancel()
+				steps <- st
+			}()
+			continue
+		}
+		if inFlight == 0 {
+			timer.Reset(r.cfg.PollInterval)
+		}
 		select {
 		case <-ctx.Done():
 		case <-r.wake:
+			idle, expired = false, true
 		case <-timer.C:
+			idle, expired = false, true
+		case e := <-results:
+			pending, running, idle = append(pending, e), running-1, false
+		case st := <-steps:
+			done(st)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,25 +59,81 @@ func getJob(ctx context.Context, q store.Querier, id string) (Info, error) {
 // with an expired lease (its runner is gone).
 const dueCond = `((state = 'queued' AND run_at <= ?) OR (state = 'running' AND lease_until < ?))`
 
-// claimable lists up to limit due jobs of the given kinds, oldest first. On
+// kindsIn is "kind IN (?,...)" for kinds.
+func kindsIn(kinds []string) string {
+	return `kind IN (?` + strings.Repeat(",?", len(kinds)-1) + `)`
+}
+
+// expiredLeases lists up to limit running jobs of the given kinds whose
+// lease expired before now, oldest lease first, walking jobs_lease. On
 // PostgreSQL it locks them (FOR UPDATE) and passes over rows another
 // runner's claim holds (SKIP LOCKED): concurrent claims get disjoint jobs.
-func claimable(ctx context.Context, tx *sql.Tx, d store.Dialect, kinds []string, now string, limit int) ([]Info, error) {
+func expiredLeases(ctx context.Context, tx *sql.Tx, d store.Dialect, kinds []string, now string, limit int) ([]Info, error) {
 	if len(kinds) == 0 || limit <= 0 {
 		return nil, nil
 	}
-	args := make([]any, 0, len(kinds)+3)
+	args := make([]any, 0, len(kinds)+2)
+	args = append(args, now)
 	for _, k := range kinds {
 		args = append(args, k)
 	}
-	args = append(args, now, now, limit)
-	rows, err := tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs
-		WHERE kind IN (?`+strings.Repeat(",?", len(kinds)-1)+`) AND `+dueCond+`
-		ORDER BY run_at, created_at, id LIMIT ?`+lockClause(d), args...)
+	args = append(args, limit)
+	rows, err := tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE state = 'running' AND lease_until < ? AND `+kindsIn(kinds)+`
+		ORDER BY lease_until LIMIT ?`+lockClause(d), args...)
 	if err != nil {
 		return nil, err
 	}
 	return store.AppendRows[Info](nil, rows, scanInfo)
+}
+
+// leaseQueued leases up to limit queued jobs due at now, oldest run_at
+// first, to owner in one statement: the inner SELECT walks jobs_due in
+// order and stops at limit (on PostgreSQL locking its rows and skipping
+// rows another claim holds), the UPDATE re-checks that each row is still
+// queued and due and sets its lease to until[kind]. It returns the jobs as
+// leased (attempt already counted), oldest first.
+func leaseQueued(ctx context.Context, tx *sql.Tx, d store.Dialect, until map[string]string, owner, now string, limit int) ([]Info, error) {
+	if len(until) == 0 || limit <= 0 {
+		return nil, nil
+	}
+	q, args := leaseQueuedQuery(d, until, owner, now, limit)
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := store.AppendRows[Info](nil, rows, scanInfo)
+	slices.SortStableFunc(out, func(a, b Info) int { return a.RunAt.Compare(b.RunAt) })
+	return out, err
+}
+
+// leaseQueuedQuery is leaseQueued's statement (until not empty, limit > 0).
+func leaseQueuedQuery(d store.Dialect, until map[string]string, owner, now string, limit int) (string, []any) {
+	kinds := make([]string, 0, len(until))
+	for k := range until {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	args := make([]any, 0, 3*len(kinds)+6)
+	args = append(args, now)
+	for _, k := range kinds {
+		args = append(args, k)
+	}
+	args = append(args, limit)
+	var cases strings.Builder
+	for _, k := range kinds {
+		cases.WriteString(" WHEN ? THEN ?")
+		args = append(args, k, until[k])
+	}
+	args = append(args, owner, now, now)
+	// The candidates are a materialized CTE: as a subquery of the UPDATE,
+	// PostgreSQL may run the SELECT once per row it joins, each time
+	// taking limit more rows.
+	return `WITH due AS MATERIALIZED (SELECT id FROM jobs WHERE state = 'queued' AND run_at <= ? AND ` + kindsIn(kinds) + `
+			ORDER BY run_at LIMIT ?` + lockClause(d) + `)
+		UPDATE jobs SET state = 'running', attempt = attempt + 1,
+		lease_until = CASE kind` + cases.String() + ` END, lease_owner = ?, updated_at = ?
+		WHERE id IN (SELECT id FROM due) AND state = 'queued' AND run_at <= ?
+		RETURNING ` + jobColumns, args
 }
 
 // lockClause ends the candidate SELECT: on PostgreSQL the rows are locked
@@ -89,16 +146,83 @@ func lockClause(d store.Dialect) string {
 	return ""
 }
 
-// lease takes job id for owner until leaseUntil, as attempt+1, provided it
-// is still claimable at now. It reports whether this runner got it.
-func lease(ctx context.Context, tx *sql.Tx, id, owner, now, leaseUntil string) (bool, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'running', attempt = attempt + 1, lease_owner = ?, lease_until = ?, updated_at = ?
-		WHERE id = ? AND `+dueCond, owner, leaseUntil, now, id, now, now)
-	if err != nil {
-		return false, err
+// maxBatch bounds the rows one lease or outcome statement names.
+const maxBatch = 100
+
+// lease takes the jobs ids for owner until leaseUntil, each as its attempt+1,
+// provided it is still claimable at now, and adds the ids it got to got.
+func lease(ctx context.Context, tx *sql.Tx, ids []string, owner, now, leaseUntil string, got map[string]bool) error {
+	for len(ids) > 0 {
+		n := min(len(ids), maxBatch)
+		args := make([]any, 0, n+5)
+		args = append(args, owner, leaseUntil, now)
+		for _, id := range ids[:n] {
+			args = append(args, id)
+		}
+		args = append(args, now, now)
+		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET state = 'running', attempt = attempt + 1, lease_owner = ?, lease_until = ?, updated_at = ?
+			WHERE id IN (?`+strings.Repeat(",?", n-1)+`) AND `+dueCond+` RETURNING id`, args...)
+		if err != nil {
+			return err
+		}
+		if err := scanIDs(rows, got); err != nil {
+			return err
+		}
+		ids = ids[n:]
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	return nil
+}
+
+// scanIDs adds the ids rows returns to set and closes rows.
+func scanIDs(rows *sql.Rows, set map[string]bool) error {
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		set[id] = true
+	}
+	return rows.Err()
+}
+
+// attemptRef names one attempt of one job.
+type attemptRef struct {
+	id      string
+	attempt int
+}
+
+// finishDone marks the attempts refs (at most maxBatch) done, each only if
+// owner still holds its lease on that attempt (the fence of finish), and
+// returns the ids it marked.
+func finishDone(ctx context.Context, tx *sql.Tx, refs []attemptRef, owner string, now time.Time) (map[string]bool, error) {
+	q, args := finishDoneQuery(refs, owner, now)
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	got := make(map[string]bool, len(refs))
+	return got, scanIDs(rows, got)
+}
+
+// finishDoneQuery is finishDone's statement; it returns the ids it marked.
+func finishDoneQuery(refs []attemptRef, owner string, now time.Time) (string, []any) {
+	ts := store.FormatTime(now)
+	args := make([]any, 0, 3+3*len(refs))
+	args = append(args, ts, ts, owner)
+	for _, r := range refs {
+		args = append(args, r.id)
+	}
+	var fence strings.Builder
+	for i, r := range refs {
+		if i > 0 {
+			fence.WriteString(" OR ")
+		}
+		fence.WriteString("(id = ? AND attempt = ?)")
+		args = append(args, r.id, r.attempt)
+	}
+	return `UPDATE jobs SET state = 'done', lease_owner = '', lease_until = '', last_error = '', finished_at = ?, updated_at = ?
+		WHERE state = 'running' AND lease_owner = ? AND id IN (?` + strings.Repeat(",?", len(refs)-1) + `) AND (` + fence.String() + `) RETURNING id`, args
 }
 
 // bury marks job id dead with reason if it is still claimable at now (an
@@ -125,29 +249,34 @@ type outcome struct {
 // false when the lease was lost (another runner claimed the job meanwhile),
 // in which case nothing is written.
 func finish(ctx context.Context, tx *sql.Tx, id, owner string, attempt int, o outcome, now time.Time) (bool, error) {
-	ts := store.FormatTime(now)
-	var res sql.Result
-	var err error
-	fence := ` WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempt = ?`
-	switch {
-	case o.state == Done:
-		res, err = tx.ExecContext(ctx, `UPDATE jobs SET state = 'done', lease_owner = '', lease_until = '', last_error = '', finished_at = ?, updated_at = ?`+fence,
-			ts, ts, id, owner, attempt)
-	case o.state == Dead:
-		res, err = tx.ExecContext(ctx, `UPDATE jobs SET state = 'dead', lease_owner = '', lease_until = '', last_error = ?, finished_at = ?, updated_at = ?`+fence,
-			o.lastError, ts, ts, id, owner, attempt)
-	case o.release:
-		res, err = tx.ExecContext(ctx, `UPDATE jobs SET state = 'queued', attempt = attempt - 1, lease_owner = '', lease_until = '', run_at = ?, updated_at = ?`+fence,
-			store.FormatTime(o.runAt), ts, id, owner, attempt)
-	default:
-		res, err = tx.ExecContext(ctx, `UPDATE jobs SET state = 'queued', lease_owner = '', lease_until = '', last_error = ?, run_at = ?, updated_at = ?`+fence,
-			o.lastError, store.FormatTime(o.runAt), ts, id, owner, attempt)
-	}
+	q, args := finishQuery(id, owner, attempt, o, now)
+	res, err := tx.ExecContext(ctx, q, args...)
 	if err != nil {
 		return false, err
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
+}
+
+// finishQuery is finish's statement: it changes one row when owner still
+// holds attempt of job id.
+func finishQuery(id, owner string, attempt int, o outcome, now time.Time) (string, []any) {
+	ts := store.FormatTime(now)
+	fence := ` WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempt = ?`
+	switch {
+	case o.state == Done:
+		return `UPDATE jobs SET state = 'done', lease_owner = '', lease_until = '', last_error = '', finished_at = ?, updated_at = ?` + fence,
+			[]any{ts, ts, id, owner, attempt}
+	case o.state == Dead:
+		return `UPDATE jobs SET state = 'dead', lease_owner = '', lease_until = '', last_error = ?, finished_at = ?, updated_at = ?` + fence,
+			[]any{o.lastError, ts, ts, id, owner, attempt}
+	case o.release:
+		return `UPDATE jobs SET state = 'queued', attempt = attempt - 1, lease_owner = '', lease_until = '', run_at = ?, updated_at = ?` + fence,
+			[]any{store.FormatTime(o.runAt), ts, id, owner, attempt}
+	default:
+		return `UPDATE jobs SET state = 'queued', lease_owner = '', lease_until = '', last_error = ?, run_at = ?, updated_at = ?` + fence,
+			[]any{o.lastError, store.FormatTime(o.runAt), ts, id, owner, attempt}
+	}
 }
 
 // pendingPeriodic reports whether kind has a queued or running row.
