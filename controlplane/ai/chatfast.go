@@ -57,14 +57,7 @@ var (
 func decodeChatFast(data []byte) (ChatRequest, bool) {
 	var r ChatRequest
 	s := &jsonscan.Scanner{B: data}
-	text := func(dst *string) bool {
-		v, isStr, ok := s.Text()
-		if !isStr { // null: encoding/json's to decide
-			return false
-		}
-		*dst = string(v)
-		return ok
-	}
+	text := func(dst *string) bool { return scanText(s, dst) }
 	ok := s.Object(chatKeys, func(key string) bool {
 		switch key {
 		case "model":
@@ -93,37 +86,9 @@ func decodeChatFast(data []byte) (ChatRequest, bool) {
 			r.Stream = v
 			return ok
 		case "messages":
-			if !s.Eat('[') {
-				return false
-			}
-			r.Messages = []MessageIn{}
-			if s.Eat(']') {
-				return true
-			}
-			for {
-				var m MessageIn
-				if !s.Object(messageKeys, func(key string) bool {
-					if key == "role" {
-						return text(&m.Role)
-					}
-					s.WS()
-					start := s.I
-					if _, isStr, ok := s.Text(); !isStr || !ok {
-						return false
-					}
-					m.Content = bytes.Clone(data[start:s.I])
-					return true
-				}) {
-					return false
-				}
-				r.Messages = append(r.Messages, m)
-				if s.Eat(']') {
-					return true
-				}
-				if !s.Eat(',') {
-					return false
-				}
-			}
+			var ok bool
+			r.Messages, ok = scanMessages(s)
+			return ok
 		}
 		return false
 	})
@@ -150,4 +115,53 @@ func plainString(raw json.RawMessage) (string, bool) {
 		return "", false
 	}
 	return string(body), true
+}
+
+// scanText reads a JSON string into dst; null or another type is
+// encoding/json's to decide (false).
+func scanText(s *jsonscan.Scanner, dst *string) bool {
+	v, isStr, ok := s.Text()
+	if !isStr {
+		return false
+	}
+	*dst = string(v)
+	return ok
+}
+
+// scanMessages reads a messages array of {role, content: "..."} objects,
+// each content kept as its JSON string (quotes and escapes included), as
+// MessageIn holds it. Nothing in the result points into the scanner's
+// bytes.
+func scanMessages(s *jsonscan.Scanner) ([]MessageIn, bool) {
+	if !s.Eat('[') {
+		return nil, false
+	}
+	out := []MessageIn{}
+	if s.Eat(']') {
+		return out, true
+	}
+	for {
+		var m MessageIn
+		if !s.Object(messageKeys, func(key string) bool {
+			if key == "role" {
+				return scanText(s, &m.Role)
+			}
+			s.WS()
+			start := s.I
+			if _, isStr, ok := s.Text(); !isStr || !ok {
+				return false
+			}
+			m.Content = bytes.Clone(s.B[start:s.I])
+			return true
+		}) {
+			return nil, false
+		}
+		out = append(out, m)
+		if s.Eat(']') {
+			return out, true
+		}
+		if !s.Eat(',') {
+			return nil, false
+		}
+	}
 }

@@ -67,14 +67,7 @@ var (
 func decodeCompletionFast(data []byte) (CompletionRequest, bool) {
 	var r CompletionRequest
 	s := &jsonscan.Scanner{B: data}
-	text := func(dst *string) bool {
-		v, isStr, ok := s.Text()
-		if !isStr { // null: encoding/json's to decide
-			return false
-		}
-		*dst = string(v)
-		return ok
-	}
+	text := func(dst *string) bool { return scanText(s, dst) }
 	count := func(dst **int) bool {
 		n, ok := s.Int64()
 		m := int(n)
@@ -111,37 +104,9 @@ func decodeCompletionFast(data []byte) (CompletionRequest, bool) {
 				return ok
 			})
 		case "messages":
-			if !s.Eat('[') {
-				return false
-			}
-			r.Messages = []MessageIn{}
-			if s.Eat(']') {
-				return true
-			}
-			for {
-				var m MessageIn
-				if !s.Object(messageKeys, func(key string) bool {
-					if key == "role" {
-						return text(&m.Role)
-					}
-					s.WS()
-					start := s.I
-					if _, isStr, ok := s.Text(); !isStr || !ok {
-						return false
-					}
-					m.Content = bytes.Clone(data[start:s.I])
-					return true
-				}) {
-					return false
-				}
-				r.Messages = append(r.Messages, m)
-				if s.Eat(']') {
-					return true
-				}
-				if !s.Eat(',') {
-					return false
-				}
-			}
+			var ok bool
+			r.Messages, ok = scanMessages(s)
+			return ok
 		}
 		return false
 	})
