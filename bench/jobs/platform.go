@@ -69,12 +69,8 @@ func benchPlatform(ctx context.Context, o options, engine string, pg *pgServer, 
 	res := result{n: o.n}
 	start := time.Now()
 	err = db.Tx(ctx, func(tx *sql.Tx) error {
-		for range o.n {
-			if _, err := r.Enqueue(ctx, tx, emptyKind, nil, jobs.EnqueueOptions{}); err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err := r.EnqueueMany(ctx, tx, emptyKind, make([]jobs.Item, o.n))
+		return err
 	})
 	if err != nil {
 		return result{}, err

@@ -321,41 +321,57 @@ func (r *Runner) periodic() map[string]time.Duration {
 // it rolls back; with q nil Enqueue uses its own. A job with o.Key already
 // enqueued for kind is not added again: its id is returned.
 func (r *Runner) Enqueue(ctx context.Context, q store.Querier, kindName string, payload any, o EnqueueOptions) (string, error) {
+	ids, err := r.EnqueueMany(ctx, q, kindName, []Item{{Payload: payload, Options: o}})
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// Item is one job of EnqueueMany.
+type Item struct {
+	Payload any
+	Options EnqueueOptions
+}
+
+// enqueueBatch bounds the rows of one INSERT (7 parameters each, under
+// SQLite's and PostgreSQL's limits).
+const enqueueBatch = 500
+
+// EnqueueMany adds jobs of one kind as Enqueue adds one, in multi-row
+// INSERTs: in q's transaction when q is not nil, else in one of its own.
+// It returns each job's id in items' order; an item whose idempotency key
+// a kept job (or an earlier item) already has gets that job's id. It is
+// not part of Queue: the areas enqueue one job at a time.
+func (r *Runner) EnqueueMany(ctx context.Context, q store.Querier, kindName string, items []Item) ([]string, error) {
 	select {
 	case <-r.closing:
-		return "", ErrClosed
+		return nil, ErrClosed
 	default:
 	}
 	if _, ok := r.kind(kindName); !ok {
-		return "", fmt.Errorf("%w %q", ErrUnknownKind, kindName)
+		return nil, fmt.Errorf("%w %q", ErrUnknownKind, kindName)
 	}
-	if len(o.Key) > MaxKeyLength {
-		return "", fmt.Errorf("%w: %d bytes (at most %d)", ErrBadKey, len(o.Key), MaxKeyLength)
-	}
-	var body []byte
-	switch p := payload.(type) {
-	case nil:
-		body = []byte("null")
-	case []byte:
-		body = p
-	case json.RawMessage:
-		body = p
-	default:
-		b, err := json.Marshal(payload)
-		if err != nil {
-			return "", fmt.Errorf("jobs: enqueue %s: payload: %w", kindName, err)
-		}
-		body = b
-	}
+	rows := make([]jobRow, len(items))
 	now := r.clk.Now()
-	runAt := o.RunAt
-	if runAt.IsZero() {
-		runAt = now
+	for i, it := range items {
+		if len(it.Options.Key) > MaxKeyLength {
+			return nil, fmt.Errorf("%w: %d bytes (at most %d)", ErrBadKey, len(it.Options.Key), MaxKeyLength)
+		}
+		body, err := payloadJSON(it.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("jobs: enqueue %s: payload: %w", kindName, err)
+		}
+		runAt := it.Options.RunAt
+		if runAt.IsZero() {
+			runAt = now
+		}
+		rows[i] = jobRow{id: store.NewID("job"), key: it.Options.Key, payload: body, runAt: runAt}
 	}
-	var id string
+	var ids []string
 	insert := func(q store.Querier) error {
 		var err error
-		id, err = insertJob(ctx, q, kindName, o.Key, body, runAt, now)
+		ids, err = insertJobs(ctx, q, kindName, rows, now)
 		return err
 	}
 	var err error
@@ -365,10 +381,24 @@ func (r *Runner) Enqueue(ctx context.Context, q store.Querier, kindName string, 
 		err = insert(q)
 	}
 	if err != nil {
-		return "", fmt.Errorf("jobs: enqueue %s: %w", kindName, err)
+		return nil, fmt.Errorf("jobs: enqueue %s: %w", kindName, err)
 	}
 	r.Wake()
-	return id, nil
+	return ids, nil
+}
+
+// payloadJSON is a job's payload as stored: raw JSON as given, nil as
+// null, anything else marshalled.
+func payloadJSON(payload any) ([]byte, error) {
+	switch p := payload.(type) {
+	case nil:
+		return []byte("null"), nil
+	case []byte:
+		return p, nil
+	case json.RawMessage:
+		return p, nil
+	}
+	return json.Marshal(payload)
 }
 
 // Wake makes Run's workers look for due jobs now. Enqueue calls it; a

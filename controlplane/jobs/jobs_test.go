@@ -849,3 +849,87 @@ func testRunRecordsEveryOutcome(t *testing.T, e pgtest.Engine) {
 		})
 	}
 }
+
+func TestEnqueueMany(t *testing.T) { eachEngine(t, testEnqueueMany) }
+
+// testEnqueueMany: many jobs in multi-row inserts, ids in order, keys
+// deduplicated within the batch and against kept jobs, batches past
+// enqueueBatch, and refusals that store nothing.
+func testEnqueueMany(t *testing.T, e pgtest.Engine) {
+	db, _, r := env(t, e)
+	ctx := context.Background()
+	var ran []string
+	r.Register("mail", func(_ context.Context, j Job) error { ran = append(ran, string(j.Payload)); return nil }, KindOptions{})
+	count := func() int {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM jobs`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	first, err := r.Enqueue(ctx, nil, "mail", "kept", EnqueueOptions{Key: "k-kept"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]Item, 2*enqueueBatch+3)
+	for i := range items {
+		items[i].Payload = i
+	}
+	items[1].Options.Key = "k-dup"
+	items[enqueueBatch+5].Options.Key = "k-dup" // in the next statement
+	items[2].Options.Key = "k-kept"
+	items[3].Options.Key = "k-in"
+	items[4].Options.Key = "k-in" // the same statement
+	ids, err := r.EnqueueMany(ctx, nil, "mail", items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != len(items) {
+		t.Fatalf("%d ids for %d items", len(ids), len(items))
+	}
+	seen := map[string]int{}
+	for i, id := range ids {
+		if j, dup := seen[id]; dup {
+			ok := (i == enqueueBatch+5 && j == 1) || (i == 4 && j == 3)
+			if !ok {
+				t.Fatalf("items %d and %d got the same id %s", j, i, id)
+			}
+			continue
+		}
+		seen[id] = i
+	}
+	if ids[2] != first {
+		t.Fatalf("a kept job's key: id %s, want %s", ids[2], first)
+	}
+	if ids[enqueueBatch+5] != ids[1] || ids[4] != ids[3] {
+		t.Fatalf("a key repeated in the batch got another id")
+	}
+	want := 1 + len(items) - 3 // the kept job, every item but the three repeats
+	if n := count(); n != want {
+		t.Fatalf("%d rows, want %d", n, want)
+	}
+	mustRunDue(t, r, want)
+	if len(ran) != want {
+		t.Fatalf("ran %d jobs, want %d", len(ran), want)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		kind  string
+		items []Item
+		err   error
+	}{
+		{"unknown kind", "nope", []Item{{Payload: 1}}, ErrUnknownKind},
+		{"a key too long among good items", "mail", []Item{{Payload: 1}, {Options: EnqueueOptions{Key: strings.Repeat("k", MaxKeyLength+1)}}}, ErrBadKey},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := count()
+			if _, err := r.EnqueueMany(ctx, nil, tc.kind, tc.items); !errors.Is(err, tc.err) {
+				t.Fatalf("err %v, want %v", err, tc.err)
+			}
+			if n := count(); n != before {
+				t.Fatalf("%d rows after a refusal, had %d", n, before)
+			}
+		})
+	}
+}

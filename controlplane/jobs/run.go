@@ -361,7 +361,7 @@ func slotKey(slot time.Time) string { return "every:" + store.FormatTime(slot) }
 // scheduleNext writes the periodic kind's job for the first slot after now.
 func scheduleNext(ctx context.Context, tx *sql.Tx, kindName string, period time.Duration, now time.Time) error {
 	slot := now.Truncate(period).Add(period)
-	_, err := insertJob(ctx, tx, kindName, slotKey(slot), []byte("null"), slot, now)
+	_, err := insertJobs(ctx, tx, kindName, []jobRow{{id: store.NewID("job"), key: slotKey(slot), payload: []byte("null"), runAt: slot}}, now)
 	return err
 }
 

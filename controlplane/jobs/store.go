@@ -16,22 +16,57 @@ type sqlTx = sql.Tx
 
 // insertJob writes a queued job; with a key already used for kind it writes
 // nothing and returns the existing job's id.
-func insertJob(ctx context.Context, q store.Querier, kindName, key string, payload []byte, runAt, now time.Time) (string, error) {
-	id := store.NewID("job")
-	res, err := q.ExecContext(ctx, `INSERT INTO jobs (id, kind, key, payload, state, attempt, run_at, created_at, updated_at)
-		VALUES (?,?,?,?,'queued',0,?,?,?)
-		ON CONFLICT (kind, key) WHERE key <> '' DO NOTHING`,
-		id, kindName, key, payload, store.FormatTime(runAt), store.FormatTime(now), store.FormatTime(now))
-	if err != nil {
-		return "", err
+// jobRow is a job to insert.
+type jobRow struct {
+	id, key string
+	payload []byte
+	runAt   time.Time
+}
+
+// insertJobs inserts rows of one kind, enqueueBatch to a statement, and
+// returns their ids in order: a row whose key a kept job (or an earlier
+// row) already has is not inserted and gets that job's id.
+func insertJobs(ctx context.Context, q store.Querier, kindName string, rows []jobRow, now time.Time) ([]string, error) {
+	ids := make([]string, len(rows))
+	ts := store.FormatTime(now)
+	var sb strings.Builder
+	for start := 0; start < len(rows); start += enqueueBatch {
+		part := rows[start:min(start+enqueueBatch, len(rows))]
+		sb.Reset()
+		sb.WriteString(`INSERT INTO jobs (id, kind, key, payload, state, attempt, run_at, created_at, updated_at) VALUES `)
+		args := make([]any, 0, 7*len(part))
+		for i, row := range part {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString(`(?,?,?,?,'queued',0,?,?,?)`)
+			args = append(args, row.id, kindName, row.key, row.payload, store.FormatTime(row.runAt), ts, ts)
+		}
+		sb.WriteString(` ON CONFLICT (kind, key) WHERE key <> '' DO NOTHING RETURNING id`)
+		res, err := q.QueryContext(ctx, sb.String(), args...)
+		if err != nil {
+			return nil, err
+		}
+		inserted, err := store.AppendRows(nil, res, store.ScanString)
+		if err != nil {
+			return nil, err
+		}
+		in := make(map[string]bool, len(inserted))
+		for _, id := range inserted {
+			in[id] = true
+		}
+		for i, row := range part {
+			ids[start+i] = row.id
+			if in[row.id] {
+				continue
+			}
+			// Not inserted: its key is taken.
+			if err := q.QueryRowContext(ctx, `SELECT id FROM jobs WHERE kind = ? AND key = ?`, kindName, row.key).Scan(&ids[start+i]); err != nil {
+				return nil, err
+			}
+		}
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return "", err
-	} else if n == 1 {
-		return id, nil
-	}
-	err = q.QueryRowContext(ctx, `SELECT id FROM jobs WHERE kind = ? AND key = ?`, kindName, key).Scan(&id)
-	return id, err
+	return ids, nil
 }
 
 const jobColumns = `id, kind, key, payload, attempt, run_at, state, last_error, lease_until, finished_at`
