@@ -26,8 +26,14 @@ var (
 
 // writeAnswer writes a as api.WriteJSON would, status 200.
 func writeAnswer(w http.ResponseWriter, a *Answer) {
+	writePooled(w, func(b []byte) []byte { return appendAnswer(b, a) })
+}
+
+// writePooled writes the JSON body add appends to a pooled buffer, status
+// 200, with the headers api.WriteJSON sets.
+func writePooled(w http.ResponseWriter, add func([]byte) []byte) {
 	bp := answerBufs.Get().(*[]byte)
-	b := appendAnswer((*bp)[:0], a)
+	b := add((*bp)[:0])
 	h := w.Header()
 	h["Content-Type"] = hdrJSON
 	h["Cache-Control"] = hdrNoStore

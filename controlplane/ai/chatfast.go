@@ -26,6 +26,14 @@ const maxPooledBody = 256 << 10
 
 // decodeChat reads r's body into req.
 func decodeChat(r *http.Request, req *ChatRequest) error {
+	return decodePooled(r, req, decodeChatFast, func(b []byte, req *ChatRequest) error {
+		return api.DecodeBytes(b, req, false)
+	})
+}
+
+// decodePooled reads r's body into a pooled buffer and decodes it with
+// fast, or with slow when fast does not take it.
+func decodePooled[T any](r *http.Request, dst *T, fast func([]byte) (T, bool), slow func([]byte, *T) error) error {
 	buf := bodyBufs.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer func() {
@@ -40,11 +48,11 @@ func decodeChat(r *http.Request, req *ChatRequest) error {
 		}
 		return api.Invalid("reading request body: %v", err)
 	}
-	if fast, ok := decodeChatFast(buf.Bytes()); ok {
-		*req = fast
+	if v, ok := fast(buf.Bytes()); ok {
+		*dst = v
 		return nil
 	}
-	return api.DecodeBytes(buf.Bytes(), req, false)
+	return slow(buf.Bytes(), dst)
 }
 
 var (

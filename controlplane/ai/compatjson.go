@@ -25,25 +25,9 @@ import (
 
 // decodeCompletion reads r's body into req as readBody would.
 func decodeCompletion(r *http.Request, req *CompletionRequest) error {
-	buf := bodyBufs.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer func() {
-		if buf.Cap() <= maxPooledBody {
-			bodyBufs.Put(buf)
-		}
-	}()
-	if _, err := buf.ReadFrom(r.Body); err != nil {
-		var mbe *http.MaxBytesError
-		if asMaxBytes(err, &mbe) {
-			return api.E(api.KindTooLarge, "body_too_large", "request body is larger than %d bytes", mbe.Limit)
-		}
-		return api.Invalid("reading request body: %v", err)
-	}
-	if fast, ok := decodeCompletionFast(buf.Bytes()); ok {
-		*req = fast
-		return nil
-	}
-	return unmarshalBody(buf.Bytes(), req)
+	return decodePooled(r, req, decodeCompletionFast, func(b []byte, req *CompletionRequest) error {
+		return unmarshalBody(b, req)
+	})
 }
 
 // unmarshalBody is readBody's decoding of a body already read.
@@ -116,21 +100,7 @@ func decodeCompletionFast(data []byte) (CompletionRequest, bool) {
 // writeCompletion writes the compatible plain answer as
 // api.WriteJSON(w, 200, completion(a, requested, created)) would.
 func writeCompletion(w http.ResponseWriter, a *Answer, requested string, created int64) {
-	bp := answerBufs.Get().(*[]byte)
-	b := appendCompletion((*bp)[:0], a, requested, created)
-	h := w.Header()
-	h["Content-Type"] = hdrJSON
-	h["Cache-Control"] = hdrNoStore
-	if len(b) > 2048 {
-		// Above what net/http buffers before it would chunk the body.
-		h["Content-Length"] = []string{strconv.Itoa(len(b))}
-	}
-	w.WriteHeader(http.StatusOK)
-	w.Write(b)
-	if cap(b) <= maxPooledAnswer {
-		*bp = b
-		answerBufs.Put(bp)
-	}
+	writePooled(w, func(b []byte) []byte { return appendCompletion(b, a, requested, created) })
 }
 
 // appendCompletion appends completion(a, requested, created)'s JSON, in
