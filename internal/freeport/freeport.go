@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // lowest is the first port drawn from; below it lie the ports of common
@@ -90,4 +91,25 @@ func free(p int) bool {
 	}
 	u.Close()
 	return true
+}
+
+// WaitAccept waits until every one of addrs accepts a TCP connection (a
+// server started as a child process opens its listeners after it says it
+// runs), dialling again every 20 ms, and fails after within.
+func WaitAccept(within time.Duration, addrs ...string) error {
+	deadline := time.Now().Add(within)
+	for _, a := range addrs {
+		for {
+			c, err := net.DialTimeout("tcp", a, time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s does not accept: %w", a, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return nil
 }

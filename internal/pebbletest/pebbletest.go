@@ -121,19 +121,8 @@ func Start(t testing.TB, dnsAddr string, httpPort, tlsPort int, pkg string) *CA 
 		t.Fatal("pebble did not start")
 	}
 	// The listeners open beside the log line: wait until both accept.
-	for _, a := range []string{listen, mgmt} {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			c, err := net.DialTimeout("tcp", a, time.Second)
-			if err == nil {
-				c.Close()
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("pebble's listener %s does not accept: %v", a, err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	if err := freeport.WaitAccept(10*time.Second, listen, mgmt); err != nil {
+		t.Fatalf("pebble's listener: %v", err)
 	}
 	api := x509.NewCertPool()
 	api.AddCert(listenerCert)

@@ -12,7 +12,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -127,20 +126,9 @@ func Start(t testing.TB, o Options) *Server {
 		t.Fatal("mailpit did not start")
 	}
 	// Mailpit logs its HTTP address before both listeners accept: wait
-	// until each does (a dial, retried until then; nothing else to wait on).
-	deadline := time.Now().Add(10 * time.Second)
-	for _, addr := range []string{httpAddr, smtpAddr} {
-		for {
-			c, err := net.DialTimeout("tcp", addr, time.Second)
-			if err == nil {
-				c.Close()
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("mailpit's listener %s does not accept: %v", addr, err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	// until each does.
+	if err := freeport.WaitAccept(10*time.Second, httpAddr, smtpAddr); err != nil {
+		t.Fatalf("mailpit's listener: %v", err)
 	}
 	return &Server{t: t, SMTP: smtpAddr, API: "http://" + httpAddr}
 }
